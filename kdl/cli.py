@@ -1,0 +1,188 @@
+"""The ``kdl`` command line: one parser, thin dispatch.
+
+Each subcommand names a module and a function; the module is imported only
+when the subcommand runs, so ``kdl inspect`` never pays for GitPython or
+requests. Library code raises :class:`kdl.errors.WorkspaceError`; only
+:func:`main` turns it into ``error: ...`` and an exit status (0 ok, 1 failure,
+2 usage or configuration, 130 on Ctrl-C).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from kdl import __version__, proc
+from kdl.errors import WorkspaceError
+
+log = logging.getLogger("kdl")
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def _handler(target: str) -> Handler:
+    """Return a function that imports ``module:function`` lazily and calls it."""
+    module, func = target.split(":")
+
+    def call(args: argparse.Namespace) -> int:
+        mod = importlib.import_module(f"kdl.{module}")
+        result: int = getattr(mod, func)(args)
+        return result
+
+    return call
+
+
+def _llvm_arg(p: argparse.ArgumentParser, required: bool = True) -> None:
+    p.add_argument(
+        "--llvm",
+        type=Path,
+        required=required,
+        metavar="PATH",
+        help="an llvm-project git checkout",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="kdl",
+        description="Ranked OffloadBinary image selection for LLVM: apply, "
+        "build, test and argue for the kdl patch series.",
+    )
+    parser.add_argument("--version", action="version", version=f"kdl {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug output")
+    parser.add_argument("-q", "--quiet", action="store_true", help="errors only")
+    parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the commands that would change anything instead of running them",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    def add(name: str, target: str, help: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help, description=help)
+        p.set_defaults(func=_handler(target))
+        return p
+
+    # --- OffloadBinary files ------------------------------------------------
+    p = add("inspect", "inspect:cmd_inspect", "list every OffloadBinary image in FILE")
+    p.add_argument("file", type=Path, metavar="FILE")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+
+    p = add(
+        "select",
+        "select:cmd_select",
+        "rank the images of FILE for a device with the series' C++ library",
+    )
+    p.add_argument("file", type=Path, metavar="FILE")
+    p.add_argument(
+        "--device",
+        required=True,
+        metavar="triple=T,arch=A[,feature=F...]",
+        help="the device to select for",
+    )
+    p.add_argument("--tag", metavar="TAG", help="select the image with this variant_tag")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+    p.add_argument("--build-dir", type=Path, metavar="DIR", help="overlay build dir")
+
+    # --- The series on an llvm-project checkout ------------------------------
+    p = add("apply", "gitseries:cmd_apply", "apply the series to an llvm-project checkout")
+    _llvm_arg(p)
+    p.add_argument("--branch", metavar="NAME", help="branch to create (kdl/<series>)")
+    p.add_argument("--base", metavar="REV", help="revision to branch from (HEAD)")
+    p.add_argument(
+        "--keep-conflicts",
+        action="store_true",
+        help="on a conflict, leave the 3-way merge in place for manual resolution",
+    )
+
+    p = add("check", "gitseries:cmd_check", "report how each patch would apply")
+    _llvm_arg(p)
+    p.add_argument("--base", metavar="REV", help="revision to check against (HEAD)")
+
+    p = add("status", "gitseries:cmd_status", "which patches are on the branch")
+    _llvm_arg(p)
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+
+    p = add("revert", "gitseries:cmd_revert", "remove the series' commits")
+    _llvm_arg(p)
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="also drop commits that were added on top of the series",
+    )
+
+    p = add("export", "gitseries:cmd_export", "rewrite patches/ from the branch")
+    _llvm_arg(p)
+
+    # --- Build and test --------------------------------------------------------
+    p = add(
+        "build",
+        "build:cmd_build",
+        "build the series: in an llvm-project checkout, or the overlay "
+        "against Debian's LLVM 22",
+    )
+    _llvm_arg(p, required=False)
+    p.add_argument("--build-dir", type=Path, metavar="DIR", help="build directory")
+    p.add_argument("-j", "--jobs", type=int, metavar="N", help="parallel jobs")
+
+    p = add("test", "testrun:cmd_test", "run the llvm-tests lit suite (and check-offload)")
+    p.add_argument("--build-dir", type=Path, metavar="DIR", help="LLVM build directory")
+    p.add_argument(
+        "--check-offload", action="store_true", help="also run ninja check-offload"
+    )
+    p.add_argument("--filter", metavar="REGEX", help="LIT_FILTER for both suites")
+
+    p = add("bench", "bench:cmd_bench", "measure selection cost against first-wins")
+    p.add_argument(
+        "--output", type=Path, metavar="FILE", help="results/selection-bench.json"
+    )
+
+    p = add("rfc", "rfc:cmd_rfc", "draft the RFC posts from the measured results")
+    p.add_argument("--check", action="store_true", help="validate the drafts only")
+    p.add_argument("action", nargs="?", choices=["draft", "post"], default="draft")
+    p.add_argument("--post", action="store_true", help="really send (with 'post')")
+    p.add_argument("--url", metavar="URL", help="Discourse base URL")
+    p.add_argument("--category", type=int, metavar="ID", help="Discourse category id")
+    p.add_argument("--which", metavar="NAME", help="which draft to post")
+
+    # --- The two README commands ----------------------------------------------
+    add(
+        "all",
+        "workflow:cmd_all",
+        "the main job: build against LLVM 22, run the lit suite, draft the RFC",
+    )
+    add("selftest", "workflow:cmd_selftest", "the whole test suite (what CI runs)")
+    return parser
+
+
+def _setup_logging(verbose: bool, quiet: bool) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    log.handlers[:] = [handler]
+    log.setLevel(logging.DEBUG if verbose else logging.ERROR if quiet else logging.INFO)
+    log.propagate = False
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse: 0 for --help, 2 for usage
+        return int(exc.code or 0)
+    _setup_logging(args.verbose, args.quiet)
+    proc.DRY_RUN = args.dry_run
+    try:
+        func: Handler = args.func
+        return func(args)
+    except WorkspaceError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 1

@@ -1,0 +1,26 @@
+"""Where things live: the workspace, the default LLVM, build and result dirs."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PATCHES = ROOT / "patches"
+SERIES = PATCHES / "series"
+LLVM_TESTS = ROOT / "llvm-tests"
+RESULTS = ROOT / "results"
+RFC_OUT = ROOT / "rfc" / "out"
+OVERLAY_SRC = ROOT / "overlay"
+BUILD = ROOT / "build"
+#: Where the overlay build (the series' new files against LLVM 22) goes.
+OVERLAY_BUILD = BUILD / "overlay"
+
+
+def default_llvm_prefix() -> Path:
+    """Debian's LLVM 22 install, or ``$KDL_LLVM_PREFIX``."""
+    return Path(os.environ.get("KDL_LLVM_PREFIX", "/usr/lib/llvm-22"))
+
+
+def llvm_bin() -> Path:
+    return default_llvm_prefix() / "bin"

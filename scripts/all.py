@@ -1,0 +1,2 @@
+import _entry
+_entry.run("all")
