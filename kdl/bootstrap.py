@@ -75,7 +75,9 @@ def ensure_packages() -> None:
     _say(f"installing {len(missing)} Debian packages: {' '.join(missing)}")
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
     for argv in (["apt-get", "update", "-qq"], cmd):
-        proc = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
+        proc = subprocess.run(
+            argv, env=env, capture_output=True, text=True, check=False
+        )
         if proc.returncode != 0:
             tail = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
             raise SystemExit(f"error: {' '.join(argv[:2])} failed: {tail}")

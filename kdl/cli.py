@@ -84,12 +84,16 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="triple=T,arch=A[,feature=F...]",
         help="the device to select for",
     )
-    p.add_argument("--tag", metavar="TAG", help="select the image with this variant_tag")
+    p.add_argument(
+        "--tag", metavar="TAG", help="select the image with this variant_tag"
+    )
     p.add_argument("--json", action="store_true", help="print one JSON document")
     p.add_argument("--build-dir", type=Path, metavar="DIR", help="overlay build dir")
 
     # --- The series on an llvm-project checkout ------------------------------
-    p = add("apply", "gitseries:cmd_apply", "apply the series to an llvm-project checkout")
+    p = add(
+        "apply", "gitseries:cmd_apply", "apply the series to an llvm-project checkout"
+    )
     _llvm_arg(p)
     p.add_argument("--branch", metavar="NAME", help="branch to create (kdl/<series>)")
     p.add_argument("--base", metavar="REV", help="revision to branch from (HEAD)")
@@ -129,7 +133,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--build-dir", type=Path, metavar="DIR", help="build directory")
     p.add_argument("-j", "--jobs", type=int, metavar="N", help="parallel jobs")
 
-    p = add("test", "testrun:cmd_test", "run the llvm-tests lit suite (and check-offload)")
+    p = add(
+        "test", "testrun:cmd_test", "run the llvm-tests lit suite (and check-offload)"
+    )
     p.add_argument("--build-dir", type=Path, metavar="DIR", help="LLVM build directory")
     p.add_argument(
         "--check-offload", action="store_true", help="also run ninja check-offload"

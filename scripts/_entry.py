@@ -11,7 +11,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from kdl import bootstrap  # noqa: E402
+from kdl import bootstrap
 
 #: Commands that need only git and Python, not the LLVM packages.
 _NO_LLVM = {"apply", "check", "status", "revert", "export", "rfc"}

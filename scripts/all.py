@@ -1,2 +1,3 @@
 import _entry
+
 _entry.run("all")

@@ -1,0 +1,140 @@
+"""The patch series: ``patches/series`` and the ``.patch`` files it lists.
+
+``patches/series`` is the index of the stack, in order::
+
+    # comment
+    name: offload-ranked-selection
+    0001-Object-Offload-Add-standard-OffloadBinary-metadata-keys.patch
+        base llvm/include/llvm/Object/OffloadBinary.h 05ed393b...(40 hex digits)
+        new  llvm/docs/OffloadBinaryMetadata.rst
+
+A patch line is followed by one indented line per file its hunks touch:
+``base PATH COMMIT`` for an upstream file whose base text was read at
+llvm/llvm-project COMMIT, ``new PATH`` for a file the patch creates. Every
+file in the patch's diff must be listed, and nothing else.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from email.parser import BytesHeaderParser
+from email.policy import default as default_policy
+from pathlib import Path
+
+from kdl import paths
+from kdl.errors import FormatError
+
+_COMMIT = re.compile(r"^[0-9a-f]{40}$")
+_DIFF_GIT = re.compile(rb"^diff --git a/(\S+) b/(\S+)$", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class FileBase:
+    """One file a patch touches: where it is and what its base text was."""
+
+    path: str
+    commit: str | None  # None: the patch creates the file
+
+    @property
+    def is_new(self) -> bool:
+        return self.commit is None
+
+
+@dataclass
+class Patch:
+    path: Path
+    files: list[FileBase] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    def read(self) -> bytes:
+        return self.path.read_bytes()
+
+    @property
+    def subject(self) -> str:
+        """The commit subject, without the ``[PATCH n/m]`` prefix."""
+        headers = BytesHeaderParser(policy=default_policy).parsebytes(self.read())
+        subject = " ".join(str(headers.get("Subject", "")).split())
+        return re.sub(r"^\[PATCH[^\]]*\]\s*", "", subject)
+
+    @property
+    def author(self) -> str:
+        headers = BytesHeaderParser(policy=default_policy).parsebytes(self.read())
+        return str(headers.get("From", ""))
+
+    def body(self) -> str:
+        """The commit message body (between the headers and the ``---``)."""
+        text = self.read().decode("utf-8", errors="replace")
+        _, _, rest = text.partition("\n\n")
+        body, _, _ = rest.partition("\n---\n")
+        return body.strip()
+
+    def diff_files(self) -> list[str]:
+        """Files named by the patch's ``diff --git`` lines, in order."""
+        return [m.group(2).decode() for m in _DIFF_GIT.finditer(self.read())]
+
+
+@dataclass
+class Series:
+    name: str
+    patches: list[Patch]
+    path: Path
+
+    def base_of(self, path: str) -> str | None:
+        """The upstream commit the first patch touching *path* was based on."""
+        for patch in self.patches:
+            for f in patch.files:
+                if f.path == path:
+                    return f.commit
+        return None
+
+
+def load(series_file: Path | None = None) -> Series:
+    """Parse ``patches/series`` and check it against the patch files."""
+    series_file = series_file or paths.SERIES
+    where = str(series_file)
+    try:
+        lines = series_file.read_text().splitlines()
+    except OSError as exc:
+        raise FormatError(where, f"cannot read: {exc.strerror}") from exc
+    name = ""
+    patches: list[Patch] = []
+    for lineno, raw in enumerate(lines, 1):
+        line = raw.split("#", 1)[0].rstrip()
+        if not line.strip():
+            continue
+        if line.startswith("name:"):
+            name = line.partition(":")[2].strip()
+            continue
+        if not line[0].isspace():
+            patch_path = series_file.parent / line.strip()
+            if not patch_path.is_file():
+                raise FormatError(where, f"line {lineno}: no such patch {line.strip()}")
+            patches.append(Patch(patch_path))
+            continue
+        words = line.split()
+        if not patches:
+            raise FormatError(where, f"line {lineno}: file line before any patch")
+        if words[0] == "base" and len(words) == 3 and _COMMIT.match(words[2]):
+            patches[-1].files.append(FileBase(words[1], words[2]))
+        elif words[0] == "new" and len(words) == 2:
+            patches[-1].files.append(FileBase(words[1], None))
+        else:
+            raise FormatError(
+                where, f"line {lineno}: expected 'base PATH COMMIT' or 'new PATH'"
+            )
+    if not name:
+        raise FormatError(where, "missing 'name:' line")
+    for patch in patches:
+        listed = [f.path for f in patch.files]
+        touched = patch.diff_files()
+        if sorted(set(listed)) != sorted(set(touched)):
+            raise FormatError(
+                where,
+                f"{patch.name}: files listed ({', '.join(listed) or 'none'}) "
+                f"differ from files in the diff ({', '.join(touched) or 'none'})",
+            )
+    return Series(name, patches, series_file)
