@@ -18,10 +18,11 @@ log = logging.getLogger("kdl")
 
 
 def cmd_all(args: argparse.Namespace) -> int:
-    from kdl import build, rfc, testrun
+    from kdl import overlay as overlay_build
+    from kdl import rfc, testrun
 
     start = time.monotonic()
-    overlay = build.build_overlay()
+    overlay = overlay_build.build_overlay()
     lit = testrun.run_lit(overlay=overlay)
     posts = rfc.draft()
     print()
@@ -41,14 +42,15 @@ def _step(name: str, argv: list[str]) -> bool:
 
 def cmd_selftest(args: argparse.Namespace) -> int:
     """Lint, build the overlay, run its unit tests, pytest and the lit suite."""
-    from kdl import build, testrun
+    from kdl import overlay as overlay_build
+    from kdl import testrun
 
     py = sys.executable
     results: dict[str, bool] = {}
     results["ruff"] = _step("ruff", [py, "-m", "ruff", "check", "."])
     results["mypy"] = _step("mypy", [py, "-m", "mypy"])
     print("\n=== overlay build", flush=True)
-    overlay = build.build_overlay()
+    overlay = overlay_build.build_overlay()
     results["unittests"] = _step("unit tests (gtest)", [str(overlay.unittests)])
     results["pytest"] = _step("pytest", [py, "-m", "pytest", "-v", "tests"])
     print("\n=== lit suite (llvm-tests)", flush=True)
