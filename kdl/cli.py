@@ -95,6 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
         "apply", "gitseries:cmd_apply", "apply the series to an llvm-project checkout"
     )
     _llvm_arg(p)
+    p.add_argument("--series", type=Path, metavar="FILE", help="patches/series")
     p.add_argument("--branch", metavar="NAME", help="branch to create (kdl/<series>)")
     p.add_argument("--base", metavar="REV", help="revision to branch from (HEAD)")
     p.add_argument(
@@ -105,14 +106,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add("check", "gitseries:cmd_check", "report how each patch would apply")
     _llvm_arg(p)
+    p.add_argument("--series", type=Path, metavar="FILE", help="patches/series")
     p.add_argument("--base", metavar="REV", help="revision to check against (HEAD)")
 
     p = add("status", "gitseries:cmd_status", "which patches are on the branch")
     _llvm_arg(p)
+    p.add_argument("--series", type=Path, metavar="FILE", help="patches/series")
     p.add_argument("--json", action="store_true", help="print one JSON document")
 
     p = add("revert", "gitseries:cmd_revert", "remove the series' commits")
     _llvm_arg(p)
+    p.add_argument("--series", type=Path, metavar="FILE", help="patches/series")
     p.add_argument(
         "--force",
         action="store_true",
@@ -121,6 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add("export", "gitseries:cmd_export", "rewrite patches/ from the branch")
     _llvm_arg(p)
+    p.add_argument("--series", type=Path, metavar="FILE", help="patches/series")
 
     # --- Build and test --------------------------------------------------------
     p = add(
