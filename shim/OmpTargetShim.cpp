@@ -1,0 +1,192 @@
+//===- OmpTargetShim.cpp - Ranked image registration for libomptarget -----===//
+//
+// Part of the kdl project, under the Apache License v2.0 with LLVM Exceptions.
+// See https://llvm.org/LICENSE.txt for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// Preloaded in front of libomptarget, this interposes __tgt_register_lib: it
+// reads every image of the binary descriptor with its OffloadBinary metadata,
+// ranks the images for each device the shim can describe, and registers a
+// copy of the descriptor that holds only the chosen image(s). libomptarget
+// then does what it always does (the first compatible image wins), but it is
+// only offered the best one. Images for device families the shim does not
+// describe, and images that are not inside an OffloadBinary, pass through.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ShimDevices.h"
+#include "ShimImages.h"
+#include "ShimPolicy.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/Support/Error.h"
+#include "llvm/TargetParser/Triple.h"
+
+#include <dlfcn.h>
+#include <map>
+#include <mutex>
+#include <set>
+
+using namespace llvm;
+using namespace kdl::shim;
+
+// The registration ABI of LLVM 22's libomptarget (omptarget.h); entries are
+// only copied, never read.
+struct __tgt_device_image {
+  void *ImageStart;
+  void *ImageEnd;
+  void *EntriesBegin;
+  void *EntriesEnd;
+};
+
+struct __tgt_bin_desc {
+  int32_t NumDeviceImages;
+  __tgt_device_image *DeviceImages;
+  void *HostEntriesBegin;
+  void *HostEntriesEnd;
+};
+
+namespace {
+/// A registered copy of a descriptor; kept until it is unregistered.
+struct Filtered {
+  std::vector<__tgt_device_image> Images;
+  __tgt_bin_desc Desc;
+};
+} // namespace
+
+static std::mutex Lock;
+static std::map<__tgt_bin_desc *, std::unique_ptr<Filtered>> &registry() {
+  static auto *Registry =
+      new std::map<__tgt_bin_desc *, std::unique_ptr<Filtered>>();
+  return *Registry;
+}
+
+template <typename FnTy> static FnTy *next(const char *Name) {
+  void *Sym = dlsym(RTLD_NEXT, Name);
+  if (!Sym) {
+    printLine(Twine("error: ") + Name +
+              " not found after the shim; is libomptarget loaded?");
+    abort();
+  }
+  return reinterpret_cast<FnTy *>(Sym);
+}
+
+/// Builds the descriptor libomptarget will see, or returns null to pass
+/// \p Desc through unchanged.
+static std::unique_ptr<Filtered> filter(__tgt_bin_desc *Desc) {
+  bool Info = infoEnabled(/*OpenMP=*/true);
+  std::vector<Candidate> Cands;
+  SmallVector<bool> Located(Desc->NumDeviceImages, false);
+  for (int32_t I = 0; I < Desc->NumDeviceImages; ++I) {
+    const __tgt_device_image &Img = Desc->DeviceImages[I];
+    const char *Begin = static_cast<const char *>(Img.ImageStart);
+    const char *End = static_cast<const char *>(Img.ImageEnd);
+    StringRef Buffer(Begin, End - Begin);
+    StringRef Binary =
+        isOffloadBinary(Buffer) ? Buffer : findEnclosingBinary(Begin, End);
+    if (!Binary.empty()) {
+      size_t Before = Cands.size();
+      if (Error Err = readBinaries(Binary, I, Cands)) {
+        printLine("warning: " + toString(std::move(Err)) +
+                  "; registering the images unchanged");
+        return nullptr;
+      }
+      Located[I] = Cands.size() > Before;
+      continue;
+    }
+    Candidate Raw;
+    Raw.Index = Cands.size();
+    Raw.DescImage = I;
+    Raw.Image = Buffer;
+    Cands.push_back(std::move(Raw));
+  }
+
+  // Number the images that have metadata (the ones that can be ranked) and
+  // note which device families they are built for.
+  std::vector<const Candidate *> Ranked;
+  std::set<DeviceFamily> Families;
+  for (Candidate &C : Cands) {
+    C.Index = C.Binary ? Ranked.size() : ~0u;
+    if (!C.Binary)
+      continue;
+    Ranked.push_back(&C);
+    Families.insert(familyOf(Triple(C.Binary->getTriple())));
+  }
+
+  std::optional<std::string> Tag = tagOverride();
+  std::set<unsigned> Keep;
+  std::set<DeviceFamily> Decided;
+  for (DeviceFamily Family : Families) {
+    std::vector<DeviceInfo> Devices = devicesOf(Family);
+    if (Devices.empty())
+      continue;
+    Decided.insert(Family);
+    for (const DeviceInfo &D : Devices) {
+      Selection S = selectImage(D, Ranked, Tag);
+      if (Info && !S.Report.empty())
+        printLine(S.Report);
+      if (S.Selected)
+        Keep.insert(*S.Selected);
+      else
+        printLine("error: " + S.Error);
+    }
+  }
+  if (Decided.empty())
+    return nullptr;
+
+  // Chosen images in their original order, then everything the shim did not
+  // decide on, exactly as it was registered.
+  auto F = std::make_unique<Filtered>();
+  std::set<int32_t> PassedThrough;
+  for (const Candidate &C : Cands) {
+    const __tgt_device_image &Orig = Desc->DeviceImages[C.DescImage];
+    bool Undecided =
+        !C.Binary || !Decided.count(familyOf(Triple(C.Binary->getTriple())));
+    if (Undecided) {
+      if (PassedThrough.insert(C.DescImage).second)
+        F->Images.push_back(Orig);
+      continue;
+    }
+    if (!Keep.count(C.Index))
+      continue;
+    F->Images.push_back(
+        __tgt_device_image{const_cast<char *>(C.Image.data()),
+                           const_cast<char *>(C.Image.data() + C.Image.size()),
+                           Orig.EntriesBegin, Orig.EntriesEnd});
+  }
+  F->Desc =
+      __tgt_bin_desc{static_cast<int32_t>(F->Images.size()), F->Images.data(),
+                     Desc->HostEntriesBegin, Desc->HostEntriesEnd};
+  if (Info)
+    printLine("registering " + Twine(F->Images.size()) + " of " +
+              Twine(Cands.size()) + " image(s) with libomptarget");
+  return F;
+}
+
+extern "C" KDL_SHIM_EXPORT void __tgt_register_lib(__tgt_bin_desc *Desc) {
+  static auto *Real = next<void(__tgt_bin_desc *)>("__tgt_register_lib");
+  __tgt_bin_desc *Use = Desc;
+  if (Desc && Desc->NumDeviceImages > 0) {
+    std::lock_guard<std::mutex> Guard(Lock);
+    if (std::unique_ptr<Filtered> F = filter(Desc)) {
+      Use = &F->Desc;
+      registry()[Desc] = std::move(F);
+    }
+  }
+  Real(Use);
+}
+
+extern "C" KDL_SHIM_EXPORT void __tgt_unregister_lib(__tgt_bin_desc *Desc) {
+  static auto *Real = next<void(__tgt_bin_desc *)>("__tgt_unregister_lib");
+  __tgt_bin_desc *Use = Desc;
+  {
+    std::lock_guard<std::mutex> Guard(Lock);
+    auto It = registry().find(Desc);
+    if (It != registry().end())
+      Use = &It->second->Desc;
+  }
+  Real(Use);
+}
