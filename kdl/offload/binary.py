@@ -1,0 +1,371 @@
+"""Read OffloadBinary files: raw, concatenated, or inside an ELF section.
+
+:func:`scan` finds every binary in a file the way
+``llvm::object::extractOffloadBinaries`` does in LLVM 22: a file that starts
+with the OffloadBinary magic is a run of binaries, the next one starting
+right after the previous one's ``Size`` bytes; an ELF relocatable, executable
+or shared object is searched for sections of type ``SHT_LLVM_OFFLOADING``
+(``.llvm.offloading``), each holding such a run. Images are numbered 0..N-1
+in that order. (LLVM 22's walk was checked with its tools, see
+``test_binaries_follow_each_other_at_size_as_in_llvm22``. Upstream's newer
+``extractOffloadFiles``, llvm/llvm-project@02dc39ba9835b4f5c3d0c8eb834e013b1201adda,
+rounds the next offset up to 8; the two agree on everything LLVM writes,
+whose sizes are multiples of 8.)
+
+The reader is stricter than LLVM, which trusts most offsets once the header
+checks pass. Besides LLVM's own checks (magic, version, ``Size`` within the
+buffer, entry table within ``Size``), every region must lie inside its
+binary, and a binary's header, entry table, string maps and images must not
+overlap each other: LLVM lays them out one after the other, so an overlap
+means a corrupt file, and a reader that accepts one would take structure for
+data. Strings (the keys and values the string maps point at) may share bytes
+with each other, as LLVM's string table merges common suffixes, but not with
+anything else. Keys, and version 1 values, must be NUL-terminated inside the
+binary. Nothing is allocated from an untrusted count before it is checked
+against the bytes that are really there.
+
+Every problem raises :class:`kdl.errors.FormatError` naming the absolute file
+offset of the field (or structure) at fault.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import NoReturn
+
+from kdl.errors import FormatError, WorkspaceError
+from kdl.offload import elf
+from kdl.offload.layout import (
+    ENT_IMAGE_OFFSET,
+    ENT_IMAGE_SIZE,
+    ENT_NUM_STRINGS,
+    ENT_STRING_OFFSET,
+    ENTRY,
+    HDR_COUNT,
+    HDR_ENTRIES_OFFSET,
+    HDR_SIZE,
+    HDR_VERSION,
+    HEADER,
+    MAGIC,
+    STRING_V1,
+    STRING_V2,
+    SUPPORTED_VERSIONS,
+    Image,
+    decode,
+    image_kind_name,
+    make_image,
+    offload_kind_names,
+)
+from kdl.offload.writer import write_v1, write_v2
+
+__all__ = [
+    "Binary",
+    "Image",
+    "Scan",
+    "as_v1",
+    "image_kind_name",
+    "make_image",
+    "offload_kind_names",
+    "parse",
+    "read_file",
+    "scan",
+    "write_v1",
+    "write_v2",
+]
+
+
+@dataclass(frozen=True)
+class Binary:
+    """One OffloadBinary found in a file."""
+
+    index: int
+    offset: int
+    version: int
+    size: int
+    entries: int
+    section: str | None = None  # the ELF section it was found in
+
+
+@dataclass
+class Scan:
+    """Everything found in one file."""
+
+    path: str
+    kind: str  # "offload-binary" or "elf"
+    binaries: list[Binary] = field(default_factory=list)
+    images: list[Image] = field(default_factory=list)
+    sections: list[elf.Section] = field(default_factory=list)
+
+
+def read_file(path: str | Path) -> list[Image]:
+    """The images of the file at *path* (see :func:`scan`)."""
+    return scan_file(path).images
+
+
+def scan_file(path: str | Path) -> Scan:
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise WorkspaceError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    return scan(data, str(path))
+
+
+def parse(data: bytes, path: str) -> list[Image]:
+    """The images in *data*, numbered as ``extractOffloadBinaries`` would."""
+    return scan(data, path).images
+
+
+def scan(data: bytes, path: str) -> Scan:
+    data = bytes(data)
+    if data[:4] == MAGIC:
+        result = Scan(path, "offload-binary")
+        _walk(data, path, result, (0, len(data), None))
+        return result
+    if data[:4] == elf.MAGIC:
+        result = Scan(path, "elf")
+        result.sections = elf.offloading_sections(data, path)
+        for sec in result.sections:
+            _walk(data, path, result, (sec.offset, sec.offset + sec.size, sec.name))
+        return result
+    raise FormatError(path, f"not an OffloadBinary or ELF file ({_what(data)})", 0)
+
+
+def as_v1(data: bytes, path: str) -> bytes | None:
+    """*data* as something LLVM 22 can read, or None if it already can.
+
+    A file with any binary newer than version 1 becomes concatenated version 1
+    binaries holding the same images with the same string maps, in the same
+    order, so image numbers stay the same.
+    """
+    found = scan(data, path)
+    if all(b.version == 1 for b in found.binaries):
+        return None
+    return write_v1(found.images)
+
+
+def _what(data: bytes) -> str:
+    if len(data) < 4:
+        return f"{len(data)} bytes"
+    if data[:4] in (b"BC\xc0\xde", b"\xde\xc0\x17\x0b"):
+        return "LLVM bitcode is not supported"
+    if data[:8] == b"!<arch>\n":
+        return "archives are not supported"
+    return f"magic {data[:4].hex(' ')}, expected {MAGIC.hex(' ')}"
+
+
+def _walk(
+    data: bytes, path: str, out: Scan, where: tuple[int, int, str | None]
+) -> None:
+    """Parse the run of binaries in data[start:end], as LLVM 22 walks it."""
+    offset, end, section = where
+    while offset < end:
+        reader = _Reader(data, path, offset, end)
+        out.images += reader.images(len(out.images), len(out.binaries))
+        out.binaries.append(
+            Binary(
+                len(out.binaries),
+                offset,
+                reader.version,
+                reader.size,
+                reader.count,
+                section,
+            )
+        )
+        offset += reader.size
+
+
+class _Regions:
+    """Byte ranges of one binary that must not overlap, with their names."""
+
+    def __init__(self) -> None:
+        self.items: list[tuple[int, int, str, int]] = []
+
+    def add(self, start: int, length: int, what: str, where: int) -> None:
+        if length:
+            self.items.append((start, start + length, what, where))
+
+    def overlap(self) -> tuple[str, int] | None:
+        """Sort the regions; the first overlap and where to report it."""
+        self.items.sort()
+        last_end, last_what = -1, ""
+        for start, end, what, where in self.items:
+            if start < last_end:
+                return f"{what} overlaps {last_what}", where
+            if end > last_end:
+                last_end, last_what = end, what
+        return None
+
+    def find(self, start: int, end: int) -> str | None:
+        """The region that [start, end) overlaps, if any (after overlap())."""
+        i = bisect.bisect_right(self.items, (end,)) - 1
+        if i >= 0 and self.items[i][1] > start:
+            return self.items[i][2]
+        return None
+
+
+class _Reader:
+    """One binary at *base*: header checks on construction, then
+    :meth:`images`. Offsets inside the binary are relative to *base*; the
+    offsets in errors are absolute."""
+
+    def __init__(self, data: bytes, path: str, base: int, end: int) -> None:
+        self.data, self.path, self.base = data, path, base
+        self.regions = _Regions()
+        left = end - base
+        if left < HEADER.size:
+            self.fail(f"truncated header: {left} of {HEADER.size} bytes", 0)
+        magic, version, size, entries_offset, count = HEADER.unpack_from(data, base)
+        if magic != MAGIC:
+            self.fail(f"bad magic {magic.hex(' ')}, expected {MAGIC.hex(' ')}", 0)
+        if version not in SUPPORTED_VERSIONS:
+            hint = ""
+            if version == 3:
+                hint = " (version 3, with compression, is not supported)"
+            elif int.from_bytes(version.to_bytes(4, "little")) in (1, 2, 3):
+                hint = " (a big-endian binary? only little-endian is supported)"
+            self.fail(f"unsupported version {version}{hint}", HDR_VERSION)
+        if size > left:
+            self.fail(
+                f"binary size {size} is past the end of the data ({left} bytes left)",
+                HDR_SIZE,
+            )
+        if size < HEADER.size + ENTRY.size:
+            self.fail(
+                f"binary size {size} is less than a header and an entry", HDR_SIZE
+            )
+        if version == 1:
+            # Header field 3 is EntrySize in version 1; LLVM only bounds it.
+            if count > size - HEADER.size:
+                self.fail(f"entry size {count} is larger than the binary", HDR_COUNT)
+            count = 1
+        elif count > (size - HEADER.size) // ENTRY.size:
+            self.fail(
+                f"entry count {count} does not fit in a binary of {size} bytes",
+                HDR_COUNT,
+            )
+        if entries_offset < HEADER.size:
+            self.fail(
+                f"entry table at {entries_offset} overlaps the header",
+                HDR_ENTRIES_OFFSET,
+            )
+        if entries_offset > size - ENTRY.size * count:
+            self.fail(
+                f"entry table of {count} x {ENTRY.size} bytes at {entries_offset} "
+                "is past the end of the binary",
+                HDR_ENTRIES_OFFSET,
+            )
+        self.version, self.size, self.count = version, size, count
+        self.entries_offset = entries_offset
+        self.string_entry = STRING_V1 if version == 1 else STRING_V2
+
+    def fail(self, what: str, offset: int) -> NoReturn:
+        raise FormatError(self.path, what, self.base + offset)
+
+    def images(self, first: int, binary_index: int) -> list[Image]:
+        regions = self.regions
+        regions.add(0, HEADER.size, "the header", 0)
+        regions.add(
+            self.entries_offset,
+            ENTRY.size * self.count,
+            "the entry table",
+            HDR_ENTRIES_OFFSET,
+        )
+        entries = []
+        for i in range(self.count):
+            at = self.entries_offset + ENTRY.size * i
+            entries.append(ENTRY.unpack_from(self.data, self.base + at))
+            self.check_entry(entries[-1], at, i)
+        overlap = regions.overlap()
+        if overlap:
+            self.fail(*overlap)
+
+        found = []
+        for i, (kind, offload, flags, str_off, nstr, img_off, img_size) in enumerate(
+            entries
+        ):
+            start = self.base + img_off
+            found.append(
+                Image(
+                    image=self.data[start : start + img_size],
+                    strings=[self.string(str_off, j) for j in range(nstr)],
+                    image_kind_id=kind,
+                    offload_kind=offload,
+                    flags=flags,
+                    index=first + i,
+                    binary_index=binary_index,
+                    binary_offset=self.base,
+                    version=self.version,
+                    entry_index=i,
+                    image_offset=start,
+                )
+            )
+        return found
+
+    def check_entry(self, fields: tuple[int, ...], at: int, i: int) -> None:
+        _, _, _, str_off, nstr, img_off, img_size = fields
+        size, entry_size = self.size, self.string_entry.size
+        if str_off > size:
+            self.fail(
+                f"entry {i}: string map offset {str_off} is past the end of the binary",
+                at + ENT_STRING_OFFSET,
+            )
+        if nstr > (size - str_off) // entry_size:
+            self.fail(
+                f"entry {i}: {nstr} strings at offset {str_off} do not fit in the "
+                "binary",
+                at + ENT_NUM_STRINGS,
+            )
+        if img_off > size:
+            self.fail(
+                f"entry {i}: image offset {img_off} is past the end of the binary",
+                at + ENT_IMAGE_OFFSET,
+            )
+        if img_size > size - img_off:
+            self.fail(
+                f"entry {i}: image of {img_size} bytes at offset {img_off} is past "
+                "the end of the binary",
+                at + ENT_IMAGE_SIZE,
+            )
+        self.regions.add(
+            str_off,
+            nstr * entry_size,
+            f"the string map of entry {i}",
+            at + ENT_STRING_OFFSET,
+        )
+        self.regions.add(
+            img_off, img_size, f"the image of entry {i}", at + ENT_IMAGE_OFFSET
+        )
+
+    def string(self, str_off: int, j: int) -> tuple[str, str]:
+        at = str_off + self.string_entry.size * j
+        fields = self.string_entry.unpack_from(self.data, self.base + at)
+        key = self.cstring(fields[0], at, "key")
+        if self.version == 1:
+            return decode(key), decode(self.cstring(fields[1], at + 8, "value"))
+        value_off, value_size = fields[1], fields[2]
+        if value_off > self.size or value_size > self.size - value_off:
+            self.fail(
+                f"value of {value_size} bytes at offset {value_off} is past the end "
+                "of the binary",
+                at + 8,
+            )
+        self.not_structure(value_off, value_size, at + 8, "value")
+        start = self.base + value_off
+        return decode(key), decode(self.data[start : start + value_size])
+
+    def cstring(self, offset: int, field_at: int, what: str) -> bytes:
+        if offset >= self.size:
+            self.fail(f"{what} offset {offset} is past the end of the binary", field_at)
+        start = self.base + offset
+        nul = self.data.find(b"\0", start, self.base + self.size)
+        if nul < 0:
+            self.fail(f"unterminated {what} string", offset)
+        self.not_structure(offset, nul + 1 - start, field_at, what)
+        return self.data[start:nul]
+
+    def not_structure(self, offset: int, length: int, field_at: int, what: str) -> None:
+        hit = self.regions.find(offset, offset + length) if length else None
+        if hit is not None:
+            self.fail(f"{what} string at offset {offset} overlaps {hit}", field_at)
