@@ -1,0 +1,175 @@
+"""The committed GPU results (results/gpu/): they parse, carry every field the
+RFC relies on, and are exactly what kdl.gpureport derives from the committed
+raw device output (regenerated here and compared byte for byte). CI has no
+GPU: the measurements themselves come from gpu/run.sh on the device machine.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from kdl import gpureport
+
+RAW = gpureport.RAW
+
+
+@pytest.fixture(scope="module")
+def generated() -> dict[str, str]:
+    return gpureport.generate(RAW)
+
+
+@pytest.fixture(scope="module")
+def summary() -> dict[str, object]:
+    doc: dict[str, object] = json.loads(gpureport.SUMMARY.read_text())
+    return doc
+
+
+def check_stat(s: dict[str, object], where: str) -> None:
+    for key in ("n", "median", "p5", "p95", "ci95_median", "unit"):
+        assert key in s, f"{where}: no {key}"
+    n, med, p5, p95 = s["n"], s["median"], s["p5"], s["p95"]
+    assert isinstance(n, int) and n > 0, where
+    assert isinstance(med, float | int) and isinstance(p5, float | int)
+    assert isinstance(p95, float | int)
+    assert p5 <= med <= p95, where
+    lo, hi = s["ci95_median"]  # type: ignore[misc]
+    assert lo <= med <= hi, where
+
+
+def test_committed_files_are_regenerated_exactly(generated: dict[str, str]) -> None:
+    for name, text in generated.items():
+        path = gpureport.RESULTS_GPU / name
+        assert path.exists(), f"{path} is not committed"
+        assert path.read_text() == text, (
+            f"{path} differs from what `python -m kdl.gpureport report` makes "
+            "from results/gpu/raw.json"
+        )
+
+
+def test_versions_and_provenance(summary: dict[str, object]) -> None:
+    assert summary["schema"] == gpureport.SCHEMA
+    harness = summary["harness"]
+    assert isinstance(harness, dict)
+    assert harness["version"] and harness["date"][:2] == "20"
+    assert harness["command"].startswith("bash gpu/run.sh")
+    env = summary["environment"]
+    assert isinstance(env, dict)
+    for key in ("device", "driver", "cuda", "llvm", "nvcc", "clocks_before"):
+        assert env[key], key
+    assert env["llvm"].startswith("22.")
+
+
+def test_every_layer_has_statistics(summary: dict[str, object]) -> None:
+    layers = summary["layers"]
+    assert isinstance(layers, dict)
+    for path in ("cuda", "liboffload"):
+        entry = layers[path]
+        assert entry["processes"] >= 30, "cold numbers need >= 30 processes"
+        for layer in (
+            "runtime_init",
+            "device_discovery",
+            "module_load_cold",
+            "symbol_lookup",
+            "first_launch_enqueue",
+            "first_launch_sync",
+            "module_load_second",
+        ):
+            check_stat(entry["cold"][layer], f"{path}.cold.{layer}")
+        for layer in gpureport.WARM_LAYERS:
+            s = entry["warm"][layer]
+            check_stat(s, f"{path}.warm.{layer}")
+            assert s["n"] >= 1000, "warm numbers need >= 1000 calls"
+        # The image that ran is the one that was loaded (sm_90 cubin).
+        assert entry["marker_variant"] == 3
+        assert entry["marker_variant_cold"] == [3]
+    assert layers["cuda"]["cold"]["context_create"]["median"] > 0
+    for path in ("cuda", "liboffload"):
+        assert set(gpureport.WARM_LAYERS) <= set(layers["boundaries"][path])
+
+
+def test_selection_measured_for_1_8_64_images(summary: dict[str, object]) -> None:
+    sel = summary["selection"]
+    assert isinstance(sel, dict) and "first-wins" in sel
+    for policy, counts in sel.items():
+        for count in ("1", "8", "64"):
+            slot = counts[count]
+            assert slot["images"] == int(count), (policy, count)
+            check_stat(slot["cold"], f"{policy}.{count}.cold")
+            check_stat(slot["warm"], f"{policy}.{count}.warm")
+            assert slot["cold"]["n"] >= 30 and slot["warm"]["n"] >= 1000
+
+
+def test_gemm_checked_and_timed(summary: dict[str, object]) -> None:
+    gemm = summary["gemm"]
+    assert isinstance(gemm, dict)
+    assert gemm["problem"]["M"] == gemm["problem"]["N"] == gemm["problem"]["K"]
+    for name in ("sm_90", "sm_90a", "compute_80"):
+        k = gemm["kernel"][name]
+        check_stat(k, f"kernel {name}")
+        assert k["unwritten"] == 0
+        assert k["rel_err"] is not None and 0 < k["rel_err"] < 1e-3
+    assert gemm["method"]["reference_cpu_max_rel_err"] < 1e-5
+    # sm_80 machine code must not load on compute capability 9.0.
+    assert "NO_BINARY_FOR_GPU" in gemm["load"]["sm_80"]["error"]
+    assert gemm["load"]["compute_80/jit-cache-off"]["env"]["CUDA_CACHE_DISABLE"] == "1"
+    # What cuobjdump saw: only the sm_90a image uses wgmma.
+    assert gemm["sass"]["sm_90"]["HGMMA"] == 0 < gemm["sass"]["sm_90"]["HMMA"]
+    assert gemm["sass"]["sm_90a"]["HGMMA"] > 0
+
+
+def test_llvm22_baseline_rejects_offload_binaries(summary: dict[str, object]) -> None:
+    plain = summary["probe"]["plain"]  # type: ignore[index]
+    by = {f["file"]: f for f in plain}
+    assert by["gemm.sm_90.cubin"]["create_program_ok"] is True
+    assert by["gemm.sm_90.cubin"]["marker_variant"] == 3
+    assert by["gemm.sm_80.cubin"]["create_program_ok"] is False
+    for name, f in by.items():
+        if name.endswith(".bin"):
+            assert f["create_program_ok"] is False, name
+            assert "device kernel image is invalid" in f["create_program_error"]
+
+
+def test_image_choice_table(summary: dict[str, object]) -> None:
+    ch = summary["image_choice"]
+    assert isinstance(ch, dict)
+    rows = {r["file"]: r for r in ch["orders"]}
+    assert rows["order-ptx-first.bin"]["first_compatible"] == "compute_80"
+    assert rows["order-ascending.bin"]["first_compatible"] == "sm_90"
+    for r in rows.values():
+        assert r["ranked_with_priority"] == "sm_90a"
+        assert "sm_80" not in (r["first_compatible"], r["ranked"])
+        for cost in r["cost_ms"].values():
+            assert cost["first_over_best"] >= 1.0 or math.isclose(
+                cost["first_over_best"], 1.0, rel_tol=0.05
+            )
+
+
+def test_cuda_compatibility_rules() -> None:
+    ok = gpureport.compatible_cuda
+    assert ok("sm_90", 9, 0) and ok("sm_90a", 9, 0) and ok("compute_80", 9, 0)
+    assert not ok("sm_80", 9, 0)
+    assert ok("sm_80", 8, 6) and not ok("sm_90", 8, 6)
+    assert not ok("sm_90a", 9, 1) and ok("sm_90", 9, 1)
+    assert not ok("compute_80", 7, 5)
+
+
+def test_statistics() -> None:
+    s = gpureport.stat([5, 1, 4, 2, 3])
+    assert s["median"] == 3 and s["p5"] == pytest.approx(1.2)
+    assert s["p95"] == pytest.approx(4.8) and s["n"] == 5
+    lo, hi = s["ci95_median"]
+    assert 1 <= lo <= 3 <= hi <= 5
+    assert gpureport.stat([7.0] * 10)["ci95_median"] == [7.0, 7.0]
+
+
+def test_svg_follows_the_data(generated: dict[str, str]) -> None:
+    svg = generated[gpureport.SVG.name]
+    assert svg.startswith("<svg") and svg.rstrip().endswith("</svg>")
+    summary = json.loads(generated[gpureport.SUMMARY.name])
+    med = summary["layers"]["liboffload"]["cold"]["runtime_init"]["median"]
+    assert gpureport._fmt_ns(med) in svg
+    summary["layers"]["liboffload"]["cold"]["runtime_init"]["median"] = med * 3
+    assert gpureport.render_svg(summary) != svg
