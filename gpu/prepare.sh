@@ -92,7 +92,8 @@ if [ -x "$SELECT" ]; then
   for f in "$OUT"/ob/*.bin; do
     base=$(basename "$f")
     case $base in *.v2.bin) in=$OUT/ob/order-ascending.bin ;; *) in=$f ;; esac
-    json=$("$SELECT" --device=triple=$TRIPLE,arch=sm_90 --json "$in" || true)
+    json=$("$SELECT" --device=triple=$TRIPLE,arch=sm_90 --json "$in" 2>/dev/null |
+      "$PY" -c 'import json, sys; print(json.dumps(json.load(sys.stdin)))' || true)
     printf '{"file": "%s", "kdl_select": %s}\n' "$base" "${json:-null}" >>"$OUT/ob/expected.jsonl"
   done
 fi
@@ -102,7 +103,7 @@ CXXFLAGS=(-std=c++17 -O2 -fno-rtti -I"$LLVM/include" -I"$ROOT/gpu/src")
 LIBS=(-L"$LLVM/lib" -lLLVM -Wl,-rpath,"$LLVM/lib")
 RANK_ADAPTER=$ROOT/gpu/src/kdl_ranking.h
 LIB=$(ls "$ROOT"/build/overlay/lib*/libKDLOffloadMetadata.a "$ROOT"/build/overlay/libKDLOffloadMetadata.a 2>/dev/null | head -1 || true)
-INC=$ROOT/build/overlay/include
+INC=$ROOT/build/overlay/src/llvm/include  # the series' headers as extracted by kdl.overlay
 if [ -n "$LIB" ] && [ -d "$INC" ]; then
   g++ "${CXXFLAGS[@]}" -I"$INC" -DKDL_HAVE_RANKING -DKDL_RANKING_ADAPTER="\"$RANK_ADAPTER\"" \
     "$ROOT/gpu/src/select_bench.cpp" -o "$OUT/bin/select_bench" "$LIB" "${LIBS[@]}"

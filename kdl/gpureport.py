@@ -95,6 +95,20 @@ ORDERS: dict[str, list[str]] = {
     "order-ptx-first.bin": ["compute_80", "sm_80", "sm_90", "sm_90a"],
     "order-descending.bin": ["sm_90a", "sm_90", "sm_80", "compute_80"],
     "order-generic-first.bin": ["sm_80", "compute_80", "sm_90", "sm_90a"],
+    "order-ascending-prio.bin": ["sm_80", "sm_90", "sm_90a", "compute_80"],
+}
+#: The number each image's kdl_marker writes (gpu/prepare.sh, -DKDL_VARIANT),
+#: by variant_tag.
+MARKERS = {
+    "sm_80": 1,
+    "compute_80": 2,
+    "sm_90": 3,
+    "sm_90a": 4,
+    "sm_86": 5,
+    "sm_89": 6,
+    "sm_100": 7,
+    "sm_120": 8,
+    "compute_90": 9,
 }
 RUNS = [1, 100, 10000]
 
@@ -345,19 +359,11 @@ def compatible_cuda(image: str, major: int, minor: int) -> bool:
     return bool(sm // 10 == major and sm % 10 <= minor)
 
 
-def kdl_rank_key(image: str, index: int, priority: int) -> tuple[int, int, int]:
-    """Sort key (smaller is better) per the series' contract: variant_priority,
-    then tier (a cubin for the device's own capability is native-exact; PTX
-    is jit-ir), then original order. Closeness cannot separate these images
-    (sm_90 and sm_90a are both exactly 9.0)."""
-    tier = 3 if GEMM_IMAGES[image]["kind"] == "ptx" else 0
-    return (-priority, tier, index)
-
-
 def image_choice(gemm: Json, expected: list[Json], cc: tuple[int, int]) -> Json:
-    """For each packed order: what first-compatible loads, what the ranking
-    loads (without metadata, and with variant_priority=1 on sm_90a), and what
-    each costs: cold load + N kernel runs, from the measured medians."""
+    """For each packed order: what a first-compatible loop loads (CUDA's
+    rules), what the series' ranking loads (kdl-select's answer for the same
+    file, recorded by gpu/prepare.sh), and what each costs: cold load + N
+    kernel runs, from the measured medians."""
     load_ms: dict[str, Json] = {}
     for name in GEMM_IMAGES:
         if GEMM_IMAGES[name]["kind"] == "ptx":
@@ -367,48 +373,37 @@ def image_choice(gemm: Json, expected: list[Json], cc: tuple[int, int]) -> Json:
             cold = warm = gemm["load"].get(name, {}).get("load")
         if cold and warm:
             load_ms[name] = {
-                "jit_cache_empty": cold["median"] / 1e6,
-                "jit_cache_warm": warm["median"] / 1e6,
+                "jit_cache_empty": _round(cold["median"] / 1e6),
+                "jit_cache_warm": _round(warm["median"] / 1e6),
             }
     kernel_ms = {k: v["median"] for k, v in gemm["kernel"].items()}
     by_file = {e["file"]: e for e in expected}
     rows = []
     for fname, order in ORDERS.items():
-        ok = [(i, n) for i, n in enumerate(order) if compatible_cuda(n, *cc)]
-        first = ok[0][1] if ok else None
-        plain = min(ok, key=lambda t: kdl_rank_key(t[1], t[0], 0))[1] if ok else None
-        prio = (
-            min(
-                ok, key=lambda t: kdl_rank_key(t[1], t[0], 1 if t[1] == "sm_90a" else 0)
-            )[1]
-            if ok
-            else None
-        )
+        ok = [n for n in order if compatible_cuda(n, *cc)]
+        first = ok[0] if ok else None
+        ranked = None
+        sel = (by_file.get(fname) or {}).get("kdl_select")
+        if isinstance(sel, dict) and sel.get("selected") is not None:
+            ranked = order[sel["selected"]]
         row: Json = {
             "file": fname,
             "order": order,
             "first_compatible": first,
-            "ranked": plain,
-            "ranked_with_priority": prio,
+            "ranked": ranked,
+            "ranked_by": "kdl-select (the series' rankOffloadImages)"
+            if ranked
+            else "not recorded (no overlay build at prepare time)",
         }
-        sel = (by_file.get(fname) or {}).get("kdl_select")
-        if isinstance(sel, dict) and sel.get("selected") is not None:
-            row["kdl_select"] = order[sel["selected"]]
         costs: Json = {}
         for cache in ("jit_cache_empty", "jit_cache_warm"):
             for n in RUNS:
                 c: Json = {}
-                for label, img in (
-                    ("first_compatible", first),
-                    ("ranked", plain),
-                    ("ranked_with_priority", prio),
-                ):
+                for label, img in (("first_compatible", first), ("ranked", ranked)):
                     if img in load_ms and img in kernel_ms:
                         c[label] = _round(load_ms[img][cache] + n * kernel_ms[img])
-                if "first_compatible" in c and "ranked_with_priority" in c:
-                    c["first_over_best"] = _round(
-                        c["first_compatible"] / c["ranked_with_priority"]
-                    )
+                if "first_compatible" in c and "ranked" in c:
+                    c["first_over_ranked"] = _round(c["first_compatible"] / c["ranked"])
                 costs[f"{cache}/runs={n}"] = c
         row["cost_ms"] = costs
         rows.append(row)
@@ -448,15 +443,40 @@ def probe_summary(raw: Json) -> Json:
         )
     out["shim_library"] = probe.get("shim_library")
     out["shim_missing"] = probe.get("shim_missing")
-    out["markers"] = {
-        "1": "sm_80 cubin",
-        "2": "compute_80 PTX",
-        "3": "sm_90 cubin",
-        "4": "sm_90a cubin",
-        "5": "sm_86 cubin",
-        "9": "compute_90 PTX",
-    }
+    out["markers"] = {str(v): k for k, v in MARKERS.items()}
+    out["shim_vs_kdl_select"] = _shim_check(out.get("shim"), probe.get("expected"))
     return out
+
+
+def _shim_check(shim: list[Json] | None, expected: list[Json] | None) -> list[Json]:
+    """Per OffloadBinary input: the image kdl-select chose on the CPU and the
+    image whose kernel ran on the GPU behind the shim (its marker)."""
+    if not shim:
+        return []
+    by_file = {e["file"]: e for e in expected or []}
+    rows = []
+    for f in shim:
+        if not f["file"].endswith(".bin"):
+            continue
+        sel = (by_file.get(f["file"]) or {}).get("kdl_select")
+        want_tag = None
+        if isinstance(sel, dict) and sel.get("selected") is not None:
+            want_tag = sel["images"][sel["selected"]].get("tag")
+        want = MARKERS.get(want_tag) if want_tag else None
+        ran = f.get("marker_variant")
+        rows.append(
+            {
+                "file": f["file"],
+                "kdl_select": want_tag,
+                "expected_marker": want,
+                "ran_marker": ran,
+                "ran": {str(v): k for k, v in MARKERS.items()}.get(str(ran)),
+                "create_program_ok": f.get("create_program_ok"),
+                "error": f.get("create_program_error"),
+                "match": want == ran,
+            }
+        )
+    return rows
 
 
 def summarize(raw: Json) -> Json:
@@ -641,10 +661,11 @@ def render_choice_md(summary: Json) -> str:
         "<!-- generated by `python -m kdl.gpureport report` from "
         "results/gpu/raw.json; do not edit -->",
         f"Device: {summary['environment']['device']} (compute capability "
-        f"{ch['device_cc']}). Costs in ms: {ch['cost']}.",
+        f"{ch['device_cc']}). First compatible: {ch['rules']}. Ranked: the "
+        f"series' ranking (kdl-select). Cost: {ch['cost']}.",
         "",
-        "| order | first compatible | ranked | ranked, sm_90a priority 1 "
-        "| cost first / best, 1 run (JIT cache empty) | 100 runs | 10000 runs |",
+        "| image order | first compatible | ranked | 1 run, JIT cache empty "
+        "| 100 runs | 10000 runs | 1 run, JIT cache warm |",
         "|---|---|---|---|---|---|---|",
     ]
     for row in ch["orders"]:
@@ -652,33 +673,45 @@ def render_choice_md(summary: Json) -> str:
 
         def pair(key: str, costs: Json = c) -> str:
             e = costs.get(key, {})
-            if "first_compatible" not in e or "ranked_with_priority" not in e:
+            if "first_over_ranked" not in e:
                 return "n/a"
             return (
-                f"{e['first_compatible']:.3f} / {e['ranked_with_priority']:.3f} "
-                f"(x{e['first_over_best']:.2f})"
+                f"{e['first_compatible']:.3f} vs {e['ranked']:.3f} "
+                f"(x{e['first_over_ranked']:.2f})"
             )
 
+        name = ", ".join(row["order"])
+        if "prio" in row["file"]:
+            name += " (sm_90a: variant_priority=1)"
         lines.append(
-            f"| {', '.join(row['order'])} | {row['first_compatible']} | "
-            f"{row['ranked']} | {row['ranked_with_priority']} | "
+            f"| {name} | {row['first_compatible']} | {row['ranked'] or 'n/a'} | "
             f"{pair('jit_cache_empty/runs=1')} | {pair('jit_cache_empty/runs=100')} "
-            f"| {pair('jit_cache_empty/runs=10000')} |"
+            f"| {pair('jit_cache_empty/runs=10000')} | "
+            f"{pair('jit_cache_warm/runs=1')} |"
         )
     lines.append("")
     lines.append(
         "| image | cold load, JIT cache empty | cold load, JIT cache warm "
-        "| kernel (median) | TFLOP/s | rel. error |"
+        "| kernel (median) | TFLOP/s | rel. error | HMMA / HGMMA in SASS |"
     )
-    lines.append("|---|---|---|---|---|---|")
+    lines.append("|---|---|---|---|---|---|---|")
     kern = summary["gemm"]["kernel"]
+    sass = summary["gemm"]["sass"]
     for name, ld in ch["load_ms"].items():
         k = kern.get(name, {})
+        mix = sass.get(name)
+        mix_text = f"{mix['HMMA']} / {mix['HGMMA']}" if mix else "PTX (JIT)"
         lines.append(
             f"| {name} | {ld['jit_cache_empty']:.3f} ms | {ld['jit_cache_warm']:.3f} ms"
             f" | {k.get('median', float('nan')):.4f} ms | "
             f"{k.get('tflops_at_median', float('nan')):.0f} | "
-            f"{k.get('rel_err', float('nan')):.2e} |"
+            f"{k.get('rel_err', float('nan')):.2e} | {mix_text} |"
+        )
+    sm80 = summary["gemm"]["load"].get("sm_80", {})
+    if sm80.get("error"):
+        lines.append(
+            f"| sm_80 | fails: {sm80['error']} (after "
+            f"{sm80['time_to_fail']['median'] / 1e6:.3f} ms) | | | | | |"
         )
     return "\n".join(lines) + "\n"
 
