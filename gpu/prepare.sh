@@ -123,6 +123,13 @@ if [ -n "$SHIM" ]; then
 fi
 
 # Harness version and LLVM version, recorded here (the device gets no .git).
-(cd "$ROOT" && git describe --always --dirty --tags 2>/dev/null || echo unknown) >"$OUT/VERSION"
+# "-dirty" only when what the harness runs differs from the commit (other
+# people's edits elsewhere in the tree do not count).
+(
+  cd "$ROOT"
+  v=$(git describe --always --tags 2>/dev/null || echo unknown)
+  [ -n "$(git status --porcelain -- gpu shim overlay patches 2>/dev/null)" ] && v=$v-dirty
+  echo "$v"
+) >"$OUT/VERSION"
 "$LLVM/bin/llvm-config" --version >"$OUT/LLVM_VERSION"
 du -sh "$OUT" "$ROOT/.deb" 2>/dev/null || true
