@@ -151,6 +151,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--output", type=Path, metavar="FILE", help="results/selection-bench.json"
     )
+    p.add_argument(
+        "--quick", action="store_true", help="a few rounds only (a smoke test)"
+    )
 
     p = add("rfc", "rfc:cmd_rfc", "draft the RFC posts from the measured results")
     p.add_argument("--check", action="store_true", help="validate the drafts only")
@@ -159,6 +162,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--url", metavar="URL", help="Discourse base URL")
     p.add_argument("--category", type=int, metavar="ID", help="Discourse category id")
     p.add_argument("--which", metavar="NAME", help="which draft to post")
+    p.add_argument(
+        "--github",
+        action="store_true",
+        help="read the state of the cited PRs from api.github.com (skipped offline)",
+    )
 
     # --- The two README commands ----------------------------------------------
     add(

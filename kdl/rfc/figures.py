@@ -1,0 +1,222 @@
+"""Figures with sources: how a post cites a number and how a checker finds it.
+
+Every number a post takes from a result file is written followed by an HTML
+comment that names where it came from (Discourse does not render comments)::
+
+    1.42 us<!-- src: results/selection-bench.json#/cases/3/ranked/median_ns -->
+
+A reference is ``PATH#SELECTOR`` with PATH relative to the workspace root.
+Selectors:
+
+``/a/0/b``
+    a JSON pointer (RFC 6901) into a JSON file;
+``/a?len``
+    the length of the array (or object) at the pointer;
+``/a?count=FIELD:VALUE``
+    how many items of the array at the pointer have ``FIELD == VALUE``;
+``insertions``, ``deletions``, ``files``
+    counted from the hunks of a ``.patch`` file.
+
+Quoted blocks (a table copied from a patch) are fenced by
+``<!-- quote: REF -->`` and ``<!-- /quote -->``; their text must equal what the
+reference produces again, and the numbers inside need no marker of their own.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kdl.errors import WorkspaceError
+
+MARKER = "<!-- src: {ref} -->"
+
+#: A sourced figure: the number (with an optional unit) right before a marker.
+FIGURE_RE = re.compile(
+    r"(?P<num>\d+(?:\.\d+)?)"
+    r"(?:\s?(?P<unit>ns|us|\u00b5s|ms|s|x|\u00d7))?"
+    r"<!-- src: (?P<ref>[^<>]*?) -->"
+)
+QUOTE_RE = re.compile(
+    r"<!-- quote: (?P<ref>[^<>]*?) -->\n(?P<body>.*?)<!-- /quote -->", re.DOTALL
+)
+
+_UNIT_NS = {"ns": 1.0, "us": 1e3, "µs": 1e3, "ms": 1e6, "s": 1e9}
+_FIELD_UNIT = (("_ns", 1.0), ("_us", 1e3), ("_ms", 1e6), ("_s", 1e9))
+
+
+class SourceError(WorkspaceError):
+    """A reference that does not resolve."""
+
+
+def cite(text: str, ref: str) -> str:
+    """Return *text* (a formatted number) followed by its source marker."""
+    return f"{text}{MARKER.format(ref=ref)}"
+
+
+def pointer(ref_file: str, *parts: str | int) -> str:
+    """Build ``FILE#/a/b`` with RFC 6901 escaping."""
+    escaped = [str(p).replace("~", "~0").replace("/", "~1") for p in parts]
+    return f"{ref_file}#/" + "/".join(escaped)
+
+
+def _walk(doc: Any, ptr: str, where: str) -> Any:
+    if ptr in ("", "/"):
+        return doc
+    if not ptr.startswith("/"):
+        raise SourceError(f"{where}: a JSON pointer must start with '/'")
+    node = doc
+    for raw in ptr[1:].split("/"):
+        token = raw.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, list):
+            if not token.isdigit() or int(token) >= len(node):
+                raise SourceError(f"{where}: no item {token}")
+            node = node[int(token)]
+        elif isinstance(node, dict):
+            if token not in node:
+                raise SourceError(f"{where}: no key {token!r}")
+            node = node[token]
+        else:
+            raise SourceError(f"{where}: {token!r} indexes a scalar")
+    return node
+
+
+def _patch_stat(text: str, what: str) -> int:
+    files = 0
+    ins = dels = 0
+    in_hunk = False
+    for line in text.splitlines():
+        if line.startswith("diff --git "):
+            files += 1
+            in_hunk = False
+        elif line == "-- ":  # the signature separator ends the diff
+            in_hunk = False
+        elif line.startswith("@@"):
+            in_hunk = True
+        elif in_hunk and line.startswith("+"):
+            ins += 1
+        elif in_hunk and line.startswith("-"):
+            dels += 1
+    return {"insertions": ins, "deletions": dels, "files": files}[what]
+
+
+@dataclass
+class Resolver:
+    """Resolve references against files under *root* (cached)."""
+
+    root: Path
+    quote_renderers: Mapping[str, Callable[[Path, str], str]] | None = None
+
+    def __post_init__(self) -> None:
+        self._json: dict[Path, Any] = {}
+
+    def _load_json(self, path: Path, where: str) -> Any:
+        if path not in self._json:
+            try:
+                self._json[path] = json.loads(path.read_text())
+            except OSError as exc:
+                raise SourceError(f"{where}: cannot read {path.name}") from exc
+            except ValueError as exc:
+                raise SourceError(f"{where}: not JSON ({exc})") from exc
+        return self._json[path]
+
+    def value(self, ref: str) -> Any:
+        """The value *ref* names."""
+        file_part, sep, selector = ref.partition("#")
+        if not sep or not file_part:
+            raise SourceError(f"{ref}: expected FILE#SELECTOR")
+        path = self.root / file_part
+        if file_part.endswith(".patch"):
+            if selector not in ("insertions", "deletions", "files"):
+                raise SourceError(f"{ref}: unknown patch selector {selector!r}")
+            try:
+                return _patch_stat(path.read_text(errors="replace"), selector)
+            except OSError as exc:
+                raise SourceError(f"{ref}: cannot read {file_part}") from exc
+        ptr, _, query = selector.partition("?")
+        node = _walk(self._load_json(path, ref), ptr, ref)
+        if not query:
+            return node
+        if query == "len":
+            if not isinstance(node, list | dict):
+                raise SourceError(f"{ref}: ?len of a scalar")
+            return len(node)
+        if query.startswith("count="):
+            field, _, want = query[len("count=") :].partition(":")
+            if not isinstance(node, list):
+                raise SourceError(f"{ref}: ?count of a non-array")
+            return sum(
+                1 for item in node if isinstance(item, dict) and item.get(field) == want
+            )
+        raise SourceError(f"{ref}: unknown query {query!r}")
+
+    def scale_ns(self, ref: str) -> float | None:
+        """Nanoseconds per unit of the value *ref* names, if it is a time.
+
+        From the field's suffix (``median_ns``), or from a ``unit`` key next to
+        the value (``{"value": 870, "unit": "ns"}``).
+        """
+        scale = field_scale_ns(ref)
+        if scale is not None:
+            return scale
+        file_part, _, selector = ref.partition("#")
+        ptr = selector.partition("?")[0]
+        if file_part.endswith(".json") and ptr.count("/") >= 1:
+            parent = _walk(
+                self._load_json(self.root / file_part, ref), ptr.rpartition("/")[0], ref
+            )
+            if isinstance(parent, dict):
+                unit = parent.get("unit")
+                if isinstance(unit, str) and unit in _UNIT_NS:
+                    return _UNIT_NS[unit]
+        return None
+
+    def quote(self, ref: str) -> str:
+        """Render the quoted block *ref* names again."""
+        file_part, _, selector = ref.partition("#")
+        kind = "" if selector.startswith("/") else selector.partition(":")[0]
+        renderers = self.quote_renderers or {}
+        if kind not in renderers:
+            raise SourceError(f"{ref}: unknown quote kind {kind!r}")
+        return renderers[kind](self.root / file_part, selector)
+
+
+def field_scale_ns(ref: str) -> float | None:
+    """Nanoseconds per unit of the field *ref* points at (by its suffix)."""
+    last = ref.rpartition("/")[2].partition("?")[0]
+    for suffix, scale in _FIELD_UNIT:
+        if last.endswith(suffix):
+            return scale
+    return None
+
+
+def matches(
+    shown: str, unit: str | None, value: Any, scale_ns: float | None
+) -> str | None:
+    """Why *shown* (as printed, with *unit*) is not *value*; None if it is.
+
+    *scale_ns* is the source's time unit in nanoseconds (None: not a time).
+    The printed number may be rounded: it must lie within half a unit of its
+    last printed digit of the source value (after converting time units).
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return f"source is not a number ({value!r})"
+    decimals = len(shown.partition(".")[2])
+    half_ulp = 0.5 * 10.0**-decimals
+    number = float(shown)
+    if unit in _UNIT_NS:
+        if scale_ns is None:
+            return f"shows a time ({unit}) but the source has no time unit"
+        expected = value * scale_ns / _UNIT_NS[unit]
+    else:
+        expected = float(value)
+    if not math.isfinite(expected):
+        return f"source value is {value!r}"
+    if abs(number - expected) <= half_ulp * (1 + 1e-9):
+        return None
+    return f"shows {shown}{' ' + unit if unit else ''}, source has {expected:.6g}"
