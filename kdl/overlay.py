@@ -1,0 +1,260 @@
+"""The overlay build: the series' new files compiled against Debian's LLVM 22.
+
+No llvm-project checkout exists on the machines this runs on, so the files
+that the series *adds* (``llvm/include/llvm/Object/OffloadMetadata.h``,
+``llvm/lib/Object/OffloadMetadata.cpp``, the unit test) are taken out of
+``patches/`` and compiled by the small CMake project in ``overlay/`` against
+the installed LLVM (``find_package(LLVM)``, libLLVM.so, Debian's gtest):
+
+1. *Extract*: the series is applied with ``git apply`` to a scratch tree that
+   holds a copy of the installed ``llvm/Object/OffloadBinary.h``, the one
+   upstream file whose hunk (the metadata vocabulary) the new code needs.
+   Hunks on other upstream files (CMakeLists.txt, the docs index, the offload
+   runtime) have no base here; they are listed as "not built here". The
+   result is synchronised into ``build/overlay/src`` file by file, so that an
+   unchanged file keeps its timestamp and ninja does not rebuild it. This
+   step runs only when the series, a patch or the installed header changed.
+2. *Configure*: ``cmake -G Ninja`` only when the build directory has no
+   ``CMakeCache.txt``.
+3. *Build*: ``ninja`` (a no-op when nothing changed).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import re
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kdl import paths, proc, series
+from kdl.errors import CommandError, WorkspaceError
+
+log = logging.getLogger("kdl")
+
+#: The upstream file whose series hunk is applied to the installed copy.
+OFFLOAD_BINARY_H = "llvm/include/llvm/Object/OffloadBinary.h"
+#: Bump when the extraction rules change, to force a fresh extraction.
+_EXTRACT_FORMAT = "1"
+_STAMP = ".kdl-extract-stamp"
+_NOT_BUILT = ".kdl-not-built"
+_LINKED = re.compile(r"Linking CXX (?:executable|static library|shared library) (\S+)")
+
+
+@dataclass(frozen=True)
+class Overlay:
+    """Where the overlay build put things."""
+
+    build_dir: Path
+    #: ``bin/kdl-select``, the workspace driver.
+    select_tool: Path
+    #: ``bin/OffloadMetadataTests``, the series' unit tests (gtest).
+    unittests: Path
+    #: The series' headers as extracted (``src/llvm/include``).
+    include_dir: Path
+    #: ``lib/libKDLOffloadMetadata.a``, the series' OffloadMetadata.cpp.
+    library: Path
+    bin_dir: Path
+    #: ``PATCH: PATH`` for each file of the series that is not compiled here.
+    not_built: list[str] = field(default_factory=list)
+
+
+def _layout(build_dir: Path, not_built: list[str]) -> Overlay:
+    bin_dir = build_dir / "bin"
+    return Overlay(
+        build_dir=build_dir,
+        select_tool=bin_dir / "kdl-select",
+        unittests=bin_dir / "OffloadMetadataTests",
+        include_dir=build_dir / "src" / "llvm" / "include",
+        library=build_dir / "lib" / "libKDLOffloadMetadata.a",
+        bin_dir=bin_dir,
+        not_built=not_built,
+    )
+
+
+def _installed_header(prefix: Path) -> Path:
+    header = prefix / "include" / OFFLOAD_BINARY_H.removeprefix("llvm/include/")
+    if not header.is_file():
+        raise WorkspaceError(
+            f"{header}: not found; install llvm-22-dev or set KDL_LLVM_PREFIX"
+        )
+    return header
+
+
+def _fingerprint(the_series: series.Series, header: Path) -> str:
+    digest = hashlib.sha256(f"format {_EXTRACT_FORMAT}\n".encode())
+    digest.update(the_series.path.read_bytes())
+    for patch in the_series.patches:
+        digest.update(patch.name.encode() + b"\0" + patch.read())
+    digest.update(header.read_bytes())
+    return digest.hexdigest()
+
+
+def _apply_series(the_series: series.Series, header: Path, tree: Path) -> list[str]:
+    """Apply what can be applied of *the_series* in *tree*; return the rest."""
+    target = tree / OFFLOAD_BINARY_H
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(header, target)
+    not_built: list[str] = []
+    for patch in the_series.patches:
+        include = []
+        for f in patch.files:
+            if f.is_new or (tree / f.path).is_file():
+                include.append(f.path)
+            else:
+                not_built.append(f"{patch.name}: {f.path}")
+        if not include:
+            continue
+        argv = ["git", "apply", "--whitespace=nowarn"]
+        argv += [f"--include={path}" for path in include]
+        before = {path: _read(tree / path) for path in include}
+        try:
+            # The tree lies inside the workspace's git repository; stop git
+            # from finding it, or it would apply paths relative to its top.
+            proc.run(
+                [*argv, patch.path],
+                cwd=tree,
+                env={"GIT_CEILING_DIRECTORIES": str(tree.parent)},
+            )
+        except CommandError as exc:
+            raise WorkspaceError(
+                f"{patch.name} does not apply to the overlay tree "
+                f"({', '.join(include)}; {OFFLOAD_BINARY_H} from {header}): "
+                f"{exc.stderr.strip().splitlines()[-1] if exc.stderr.strip() else exc}"
+            ) from exc
+        unchanged = [p for p in include if _read(tree / p) == before[p]]
+        if unchanged:
+            raise WorkspaceError(
+                f"{patch.name}: git apply left {', '.join(unchanged)} unchanged"
+            )
+    return not_built
+
+
+def _read(path: Path) -> bytes | None:
+    return path.read_bytes() if path.is_file() else None
+
+
+def _sync(src: Path, dst: Path) -> list[str]:
+    """Make *dst* hold exactly the files of *src*; return what changed."""
+    changed = []
+    wanted = {p.relative_to(src) for p in src.rglob("*") if p.is_file()}
+    if dst.is_dir():
+        for p in sorted(dst.rglob("*"), reverse=True):
+            rel = p.relative_to(dst)
+            if p.is_file() and rel not in wanted and not rel.name.startswith(".kdl"):
+                p.unlink()
+                changed.append(f"removed {rel}")
+            elif p.is_dir() and not any(p.iterdir()):
+                p.rmdir()
+    for rel in sorted(wanted):
+        new = (src / rel).read_bytes()
+        out = dst / rel
+        if out.is_file() and out.read_bytes() == new:
+            continue
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_bytes(new)
+        changed.append(str(rel))
+    return changed
+
+
+def extract_series(
+    src_dir: Path, the_series: series.Series | None = None, prefix: Path | None = None
+) -> list[str]:
+    """Extract the series' buildable files into *src_dir*, if anything changed.
+
+    Returns the ``PATCH: PATH`` entries of files that are not built here.
+    """
+    the_series = the_series or series.load()
+    header = _installed_header(prefix or paths.default_llvm_prefix())
+    stamp = src_dir / _STAMP
+    fingerprint = _fingerprint(the_series, header)
+    if stamp.is_file() and stamp.read_text() == fingerprint:
+        log.debug("overlay: %s is up to date with the series", src_dir)
+        return (src_dir / _NOT_BUILT).read_text().splitlines()
+    if proc.DRY_RUN:
+        print(f"would extract the series '{the_series.name}' into {src_dir}")
+        return []
+    src_dir.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="kdl-extract-", dir=src_dir.parent) as tmp:
+        not_built = _apply_series(the_series, header, Path(tmp))
+        changed = _sync(Path(tmp), src_dir)
+    (src_dir / _NOT_BUILT).write_text("".join(f"{line}\n" for line in not_built))
+    stamp.write_text(fingerprint)
+    log.info(
+        "overlay: extracted %d patches of '%s' into %s (%s)",
+        len(the_series.patches),
+        the_series.name,
+        src_dir,
+        f"{len(changed)} files changed" if changed else "no file changed",
+    )
+    return not_built
+
+
+def _configure(build_dir: Path, src_dir: Path, prefix: Path) -> None:
+    if (build_dir / "CMakeCache.txt").is_file():
+        return
+    cmake = proc.which("cmake")
+    if cmake is None:
+        raise WorkspaceError("cmake: command not found (apt-get install cmake)")
+    argv: list[str | os.PathLike[str]] = [
+        cmake,
+        "-G",
+        "Ninja",
+        "-S",
+        paths.OVERLAY_SRC,
+        "-B",
+        build_dir,
+        f"-DKDL_SERIES_SRC={src_dir}",
+        f"-DKDL_ROOT={paths.ROOT}",
+        f"-DLLVM_DIR={prefix / 'lib' / 'cmake' / 'llvm'}",
+        "-DCMAKE_BUILD_TYPE=Release",
+    ]
+    log.info("overlay: configuring %s", build_dir)
+    proc.run(argv, mutating=True)
+
+
+def _build(build_dir: Path, jobs: int) -> list[str]:
+    ninja = proc.which("ninja")
+    if ninja is None:
+        raise WorkspaceError("ninja: command not found (apt-get install ninja-build)")
+    result = proc.run([ninja, "-C", build_dir, f"-j{jobs}"], mutating=True)
+    out = result.stdout.decode(errors="replace")
+    log.debug("%s", out.rstrip())
+    return [Path(m.group(1)).name for m in _LINKED.finditer(out)]
+
+
+def build_overlay(
+    build_dir: Path | None = None, jobs: int | None = None, *, report: bool = True
+) -> Overlay:
+    """Extract the series if it changed, configure once, run ninja.
+
+    With ``report=False`` (``kdl select``) only a build that did something is
+    reported; "up to date" and the files not built here go to the debug log.
+    """
+    build_dir = (build_dir or paths.OVERLAY_BUILD).resolve()
+    jobs = jobs or min(2, os.cpu_count() or 1)
+    prefix = paths.default_llvm_prefix()
+    start = time.monotonic()
+    src_dir = build_dir / "src"
+    not_built = extract_series(src_dir, prefix=prefix)
+    _configure(build_dir, src_dir, prefix)
+    linked = _build(build_dir, jobs)
+    overlay = _layout(build_dir, not_built)
+    if proc.DRY_RUN:
+        return overlay
+    seconds = time.monotonic() - start
+    level = logging.INFO if report else logging.DEBUG
+    if linked:
+        log.info("overlay: built %s in %.0f s", ", ".join(linked), seconds)
+    else:
+        log.log(level, "overlay: %s is up to date", build_dir)
+    for entry in not_built:
+        log.log(level, "overlay: not built here: %s", entry)
+    for tool in (overlay.select_tool, overlay.unittests, overlay.library):
+        if not tool.is_file():
+            raise WorkspaceError(f"overlay build did not produce {tool}")
+    return overlay

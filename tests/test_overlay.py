@@ -1,0 +1,186 @@
+"""kdl.overlay: extracting the series from patches/ and building it on LLVM 22."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from kdl import overlay, paths, series
+from kdl.errors import WorkspaceError
+
+PREFIX = paths.default_llvm_prefix()
+INSTALLED_HEADER = PREFIX / "include" / "llvm" / "Object" / "OffloadBinary.h"
+CLANG_FORMAT = shutil.which("clang-format-22") or str(paths.llvm_bin() / "clang-format")
+
+needs_llvm = pytest.mark.skipif(
+    not INSTALLED_HEADER.is_file(), reason=f"no LLVM 22 headers under {PREFIX}"
+)
+pytestmark = [pytest.mark.llvm, needs_llvm]
+
+#: What the series adds that the overlay compiles.
+SERIES_CPP = [
+    "llvm/include/llvm/Object/OffloadMetadata.h",
+    "llvm/lib/Object/OffloadMetadata.cpp",
+    "llvm/unittests/Object/OffloadMetadataTest.cpp",
+]
+#: The workspace's own C++ in overlay/.
+OVERLAY_CPP = [
+    paths.OVERLAY_SRC / "tools" / "kdl-select" / "kdl-select.cpp",
+    paths.OVERLAY_SRC / "testing" / "TestingSupport.cpp",
+]
+
+
+def copy_series(tmp_path: Path) -> Path:
+    """A copy of patches/ (series and patch files) that a test may edit."""
+    dst = tmp_path / "patches"
+    shutil.copytree(paths.PATCHES, dst)
+    return dst / "series"
+
+
+def test_extract_series(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    not_built = overlay.extract_series(src)
+    for rel in [*SERIES_CPP, "llvm/docs/OffloadBinaryMetadata.rst"]:
+        assert (src / rel).is_file(), rel
+    header = (src / overlay.OFFLOAD_BINARY_H).read_text()
+    assert "namespace offload_keys {" in header
+    assert 'inline constexpr StringLiteral MinSM = "min_sm";' in header
+    # The vocabulary hunk is the only change to the installed header.
+    start = header.index("/// The standard keys")
+    end = header.index("} // namespace offload_keys\n\n") + len(
+        "} // namespace offload_keys\n\n"
+    )
+    assert header[:start] + header[end:] == INSTALLED_HEADER.read_text()
+    # Every file of every patch is either extracted or reported.
+    for patch in series.load().patches:
+        for f in patch.files:
+            entry = f"{patch.name}: {f.path}"
+            assert (src / f.path).is_file() != (entry in not_built), entry
+    assert any(e.endswith(": llvm/docs/Reference.rst") for e in not_built)
+    assert any(e.endswith(": llvm/lib/Object/CMakeLists.txt") for e in not_built)
+
+
+def test_extract_again_changes_nothing(tmp_path: Path) -> None:
+    series_file = copy_series(tmp_path)
+    src = tmp_path / "src"
+    first = overlay.extract_series(src, series.load(series_file))
+    files = sorted(p for p in src.rglob("*") if p.is_file())
+    stamps = {p: p.stat().st_mtime_ns for p in files}
+    assert overlay.extract_series(src, series.load(series_file)) == first
+    # A change to the series re-extracts, but unchanged files keep their
+    # timestamps, so ninja rebuilds nothing.
+    series_file.write_text(series_file.read_text() + "# touched\n")
+    assert overlay.extract_series(src, series.load(series_file)) == first
+    for p in files:
+        if not p.name.startswith(".kdl"):
+            assert p.stat().st_mtime_ns == stamps[p], p
+
+
+def test_extract_follows_a_changed_patch(tmp_path: Path) -> None:
+    series_file = copy_series(tmp_path)
+    src = tmp_path / "src"
+    overlay.extract_series(src, series.load(series_file))
+    patch = next(series_file.parent.glob("0002-*.patch"))
+    text = patch.read_text()
+    assert text.count("+#include <tuple>\n") == 1
+    patch.write_text(text.replace("+#include <tuple>\n", "+#include <utility>\n"))
+    overlay.extract_series(src, series.load(series_file))
+    cpp = (src / "llvm/lib/Object/OffloadMetadata.cpp").read_text()
+    assert "#include <utility>" in cpp and "#include <tuple>" not in cpp
+
+
+def test_extract_reports_a_patch_that_does_not_apply(tmp_path: Path) -> None:
+    series_file = copy_series(tmp_path)
+    patch = next(series_file.parent.glob("0001-*.patch"))
+    text = patch.read_text()
+    assert "\n namespace object {\n" in text
+    patch.write_text(text.replace("\n namespace object {\n", "\n namespace objekt {\n"))
+    with pytest.raises(WorkspaceError, match=r"^0001-.*does not apply"):
+        overlay.extract_series(tmp_path / "src", series.load(series_file))
+
+
+@pytest.mark.skipif(not Path(CLANG_FORMAT).exists(), reason="no clang-format-22")
+def test_cpp_is_clang_formatted(tmp_path: Path) -> None:
+    """clang-format (LLVM style) leaves the series' and the overlay's C++ as is."""
+    src = tmp_path / "src"
+    overlay.extract_series(src)
+    files = [src / rel for rel in SERIES_CPP] + OVERLAY_CPP
+    result = subprocess.run(
+        [CLANG_FORMAT, "--style=LLVM", "--dry-run", "-Werror", *map(str, files)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    # The vocabulary hunk inside OffloadBinary.h, too.
+    header = src / overlay.OFFLOAD_BINARY_H
+    formatted = subprocess.run(
+        [CLANG_FORMAT, "--style=LLVM", str(header)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    start = formatted.index("namespace offload_keys {")
+    end = formatted.index("} // namespace offload_keys")
+    text = header.read_text()
+    assert (
+        formatted[start:end]
+        == text[text.index("namespace offload_keys {") :][: end - start]
+    )
+
+
+# --- The real build (slow) ----------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def built() -> overlay.Overlay:
+    return overlay.build_overlay()
+
+
+@pytest.mark.overlay
+@pytest.mark.slow
+def test_build_overlay(built: overlay.Overlay) -> None:
+    assert built.build_dir == paths.OVERLAY_BUILD.resolve()
+    for product in (built.select_tool, built.unittests, built.library):
+        assert product.is_file(), product
+    assert (built.include_dir / "llvm" / "Object" / "OffloadMetadata.h").is_file()
+    assert built.select_tool.parent == built.bin_dir
+    result = subprocess.run(
+        [str(built.unittests), "--gtest_brief=1"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout[-3000:]
+    assert "[  PASSED  ]" in result.stdout
+
+
+@pytest.mark.overlay
+@pytest.mark.slow
+def test_second_build_is_a_noop(
+    built: overlay.Overlay, caplog: pytest.LogCaptureFixture
+) -> None:
+    before = built.select_tool.stat().st_mtime_ns
+    with caplog.at_level(logging.INFO, logger="kdl"):
+        again = overlay.build_overlay()
+    assert again == built
+    assert f"overlay: {built.build_dir} is up to date" in caplog.messages
+    assert any(m.startswith("overlay: not built here: ") for m in caplog.messages)
+    assert built.select_tool.stat().st_mtime_ns == before
+
+
+@pytest.mark.overlay
+@pytest.mark.slow
+def test_build_in_a_new_directory(tmp_path: Path) -> None:
+    """Configure, extract and build from nothing in another build directory."""
+    fresh = overlay.build_overlay(tmp_path / "build", jobs=2)
+    assert (fresh.build_dir / "CMakeCache.txt").is_file()
+    assert fresh.build_dir == (tmp_path / "build").resolve()
+    out = subprocess.run(
+        [str(fresh.select_tool), "--help"], capture_output=True, text=True, check=True
+    ).stdout
+    assert "--device=<triple=T,arch=A[,feature=F]...>" in out

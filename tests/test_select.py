@@ -1,0 +1,273 @@
+"""``kdl select``: the overlay's kdl-select driver behind the CLI.
+
+Inputs are packed with the real llvm-offload-binary (version 1, as LLVM 22
+writes them) and, for the version 2 path, with kdl's own writer.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+import pytest
+
+from kdl import cli, paths, select
+from kdl.offload.binary import make_image, write_v1, write_v2
+
+PACKER = paths.llvm_bin() / "llvm-offload-binary"
+CUDA = "nvptx64-nvidia-cuda"
+AMDHSA = "amdgcn-amd-amdhsa"
+SM86 = f"--device=triple={CUDA},arch=sm_86"
+
+
+def test_select_argv() -> None:
+    tool, file = Path("/b/kdl-select"), Path("in.bin")
+    assert select.select_argv(tool, "triple=T,arch=A", file) == [
+        "/b/kdl-select",
+        "--device=triple=T,arch=A",
+        "in.bin",
+    ]
+    assert select.select_argv(tool, "triple=T", file, tag="fast", json=True) == [
+        "/b/kdl-select",
+        "--device=triple=T",
+        "--tag=fast",
+        "--json",
+        "in.bin",
+    ]
+
+
+# --- Through the real driver ------------------------------------------------------
+
+F = TypeVar("F", bound=Callable[..., None])
+
+
+def overlay_test(test: F) -> F:
+    """Mark a test that packs with llvm-offload-binary and runs kdl-select."""
+    marks = [
+        pytest.mark.llvm,
+        pytest.mark.overlay,
+        pytest.mark.slow,
+        pytest.mark.skipif(not PACKER.is_file(), reason=f"no {PACKER}"),
+    ]
+    for mark in marks:
+        test = mark(test)
+    return test
+
+
+def pack(out: Path, *images: str) -> Path:
+    """llvm-offload-binary -o OUT --image=... for each *images* spec, where a
+    spec names the payload file's extension first: ``cubin:arch=sm_80,...``."""
+    argv = [str(PACKER), "-o", str(out)]
+    for n, spec in enumerate(images):
+        ext, _, keys = spec.partition(":")
+        payload = out.parent / f"{out.stem}-{n}.{ext}"
+        payload.write_bytes(f"image {n} of {out.name}".encode())
+        argv.append(f"--image=file={payload},{keys}")
+    subprocess.run(argv, check=True, capture_output=True)
+    return out
+
+
+@pytest.fixture(scope="module")
+def built_overlay() -> None:
+    from kdl.overlay import build_overlay
+
+    build_overlay()
+
+
+@pytest.fixture
+def cuda_file(tmp_path: Path, built_overlay: None) -> Path:
+    return pack(
+        tmp_path / "cuda.bin",
+        f"cubin:triple={CUDA},arch=sm_80,kind=cuda",
+        f"cubin:triple={CUDA},arch=sm_89,kind=cuda",
+        f"s:triple={CUDA},arch=compute_75,kind=cuda",
+        f"cubin:triple={CUDA},arch=sm_86,kind=cuda,variant_tag=debug",
+        f"cubin:triple={CUDA},arch=sm_86,kind=cuda,min_sm=abc",
+    )
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    status = cli.main(list(argv))
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+@overlay_test
+def test_text_output(cuda_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, err = run(capsys, "select", SM86, str(cuda_file))
+    assert status == 0, err
+    assert out.splitlines() == [
+        "image 0: rank 2 native-compatible: sm_80 cubin runs on compute capability 8.6",
+        "image 1: rejected sm-minor-too-high: sm_89 cubin needs compute "
+        "capability 8.9 to 8.x; device is 8.6",
+        "image 2: rank 3 jit-ir: compute_75 PTX is JIT-compiled for compute "
+        "capability 8.6",
+        "image 3: rank 1 native-exact: sm_86 cubin is built for compute capability 8.6",
+        "image 4: rejected malformed-metadata: invalid min_sm=abc: expected a "
+        "compute capability as 10 * major + minor, e.g. 80 or 120",
+        "selected: image 3",
+    ]
+    assert err == ""
+
+
+@overlay_test
+def test_json_output(cuda_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = run(
+        capsys, "select", f"{SM86},feature=tensor_core", "--json", str(cuda_file)
+    )
+    assert status == 0
+    doc = json.loads(out)
+    assert doc["device"] == {
+        "triple": CUDA,
+        "arch": "sm_86",
+        "features": ["tensor_core"],
+    }
+    assert doc["selected"] == 3
+    assert [i["index"] for i in doc["images"]] == [0, 1, 2, 3, 4]
+    keys = {"index", "triple", "arch", "kind", "compatible", "reason", "detail"}
+    keys |= {"tier", "priority", "tag", "rank"}
+    for image in doc["images"]:
+        assert set(image) == keys
+    ptx, exact, bad = doc["images"][2], doc["images"][3], doc["images"][4]
+    assert ptx["kind"] == "s" and ptx["tier"] == "jit-ir" and ptx["rank"] == 3
+    assert exact["tag"] == "debug" and exact["priority"] is None
+    assert exact["compatible"] is True and exact["reason"] == "compatible"
+    assert bad == {
+        "index": 4,
+        "triple": CUDA,
+        "arch": "sm_86",
+        "kind": "cubin",
+        "compatible": False,
+        "reason": "malformed-metadata",
+        "detail": "invalid min_sm=abc: expected a compute capability as "
+        "10 * major + minor, e.g. 80 or 120",
+        "tier": None,
+        "priority": None,
+        "tag": None,
+        "rank": None,
+    }
+
+
+@overlay_test
+def test_none_compatible(cuda_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, err = run(
+        capsys, "select", f"--device=triple={CUDA},arch=sm_70", str(cuda_file)
+    )
+    assert status == 1
+    assert out.splitlines()[-1] == "selected: none"
+    assert err == (
+        f"error: {cuda_file}: no compatible image for {CUDA} sm_70; available: "
+        "[0] sm_80 cubin, [1] sm_89 cubin, [2] compute_75 PTX, [3] sm_86 cubin, "
+        "[4] sm_86 cubin\n"
+    )
+    status, out, _ = run(
+        capsys, "select", f"--device=triple={AMDHSA},arch=gfx90a", str(cuda_file)
+    )
+    assert status == 1
+    assert out.count("rejected triple-mismatch") == 4
+
+
+@overlay_test
+def test_tag(cuda_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = run(capsys, "select", SM86, "--tag=debug", str(cuda_file))
+    assert status == 0
+    assert out.splitlines()[-1] == "selected: image 3"
+    assert "image 0: rejected tag-mismatch: the image has no variant_tag" in out
+    status, _, err = run(capsys, "select", SM86, "--tag=fast", str(cuda_file))
+    assert status == 1
+    assert err.startswith(f"error: {cuda_file}: no image has variant_tag=fast; ")
+
+
+@overlay_test
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ["--device=triple=nvptx64-nvidia-cuda,arch=sm_90a"],
+            "error: --device: invalid NVPTX device architecture 'sm_90a': "
+            "expected sm_XY such as sm_86\n",
+        ),
+        (
+            ["--device=arch=sm_86"],
+            "error: --device: no triple= given\n",
+        ),
+        (
+            ["--device=triple=amdgcn-amd-amdhsa,arch=gfx90a,colour=red"],
+            "error: --device: unknown key 'colour' (expected triple, arch or "
+            "feature)\n",
+        ),
+        (
+            [SM86, "--tag=a b"],
+            "error: --tag: invalid variant_tag=a b: expected a non-empty token "
+            "of [A-Za-z0-9_.+-]\n",
+        ),
+    ],
+)
+def test_bad_arguments(
+    cuda_file: Path,
+    capsys: pytest.CaptureFixture[str],
+    argv: list[str],
+    message: str,
+) -> None:
+    status, out, err = run(capsys, "select", *argv, str(cuda_file))
+    assert (status, out, err) == (2, "", message)
+
+
+@overlay_test
+def test_unreadable_files(
+    tmp_path: Path, built_overlay: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "missing.bin"
+    status, _, err = run(capsys, "select", SM86, str(missing))
+    assert status == 2
+    assert err == f"error: {missing}: cannot read: No such file or directory\n"
+    text = tmp_path / "notes.txt"
+    text.write_text("not an offload file\n")
+    status, out, err = run(capsys, "select", SM86, str(text))
+    assert (status, out) == (2, "")
+    assert err == f"error: {text}: no offloading image found\n"
+
+
+@overlay_test
+def test_version2_input_is_converted(
+    tmp_path: Path, built_overlay: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    images = [
+        make_image(
+            b"gfx90a code",
+            [("triple", AMDHSA), ("arch", "gfx90a:xnack+")],
+            kind="o",
+            offload_kind="hip",
+        ),
+        make_image(
+            b"generic code",
+            [("triple", AMDHSA), ("arch", "gfx9-generic"), ("variant_priority", "2")],
+            kind="o",
+            offload_kind="hip",
+        ),
+        make_image(
+            b"gfx90a any",
+            [("triple", AMDHSA), ("arch", "gfx90a")],
+            kind="o",
+            offload_kind="hip",
+        ),
+    ]
+    v1, v2 = tmp_path / "v1.bin", tmp_path / "v2.bin"
+    v1.write_bytes(write_v1(images))
+    v2.write_bytes(write_v2(images))
+    device = f"--device=triple={AMDHSA},arch=gfx90a:xnack-"
+    status1, out1, _ = run(capsys, "select", device, str(v1))
+    status2, out2, err2 = run(capsys, "-v", "select", device, str(v2))
+    assert status1 == status2 == 0
+    assert out1 == out2
+    assert out2.splitlines()[-1] == "selected: image 2"
+    assert "version 2 or later, which LLVM 22 cannot read; converted" in err2
+    # The driver's messages name the user's file, not the converted copy.
+    status, _, err = run(
+        capsys, "select", f"--device=triple={AMDHSA},arch=gfx1100", str(v2)
+    )
+    assert status == 1
+    assert err.startswith(f"error: {v2}: no compatible image for ")
