@@ -471,3 +471,35 @@ def test_github_offline_keeps_recorded_states(tmp_path: Path) -> None:
     )
     assert "| open |" in row
     assert "read from the threads in 2026-11" in text
+
+
+def test_enum_names_from_the_header_patch() -> None:
+    patch = (
+        "+enum class ImageCompatibility : uint8_t {\n"
+        "+  Compatible,     ///< compatible\n"
+        "+  SMMinorTooHigh, ///< sm-minor-too-high: sm_XY cubin on X.Z, Z < Y.\n"
+        "+  TagMismatch,    ///< tag-mismatch\n"
+        "+};\n"
+        "+enum class ImageTier : uint8_t {\n"
+        "+  NativeExact, ///< native-exact: machine code for this processor.\n"
+        "+};\n"
+    )
+    assert sources.enum_names(patch, "ImageCompatibility") == [
+        "compatible",
+        "sm-minor-too-high",
+        "tag-mismatch",
+    ]
+    assert sources.enum_names(patch, "ImageTier") == ["native-exact"]
+
+
+def test_long_declarations_are_wrapped() -> None:
+    from kdl.rfc.render import _wrap_decl
+
+    decl = (
+        "LLVM_ABI OffloadImageRanking rankOffloadImages(ArrayRef<OffloadFile> Files, "
+        'const OffloadDevice &Device, StringRef RequiredTag = "");'
+    )
+    lines = _wrap_decl(decl).splitlines()
+    assert lines[0] == "LLVM_ABI OffloadImageRanking"
+    assert all(len(line) <= 80 for line in lines)
+    assert lines[2].startswith(" " * len("rankOffloadImages("))

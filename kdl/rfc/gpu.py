@@ -123,10 +123,10 @@ def _choice(rel: str, data: dict[str, Any]) -> list[str]:
     if not rows:
         return []
     out = [
-        "- Which image each policy loads from the same four GEMM images packed in "
-        "different orders, and what the first compatible image costs against the "
-        "ranked one (`variant_priority=1` on `sm_90a`): measured cold load plus "
-        "the runs times the measured kernel time, with the JIT cache empty.",
+        "- The same GEMM images packed in different orders: what each policy "
+        "loads (ranked with `variant_priority=1` on `sm_90a`) and the cost of the "
+        "first compatible image over the ranked one, as measured cold load (JIT "
+        "cache empty) plus runs times the measured kernel time.",
         "",
     ]
     out += table(
@@ -199,13 +199,12 @@ def _selection(rel: str, data: dict[str, Any]) -> list[str]:
     if not rows:
         return []
     out = [
-        "- Parsing a file of real cubins and choosing one on the GPU host "
-        "(median; warm is repeated calls in one process, cold the first call in "
-        "a fresh process):",
+        '[details="Parsing a file of real cubins and choosing one, on the GPU '
+        'host (median; cold: the first call in a fresh process)"]',
         "",
     ]
     out += table(["images", "policy", "warm", "cold"], rows)
-    out.append("")
+    out += ["", "[/details]", ""]
     return out
 
 

@@ -132,7 +132,7 @@ def metadata_vocabulary(src: Sources) -> str:
     o += [
         "",
         "Every rejection carries a stable reason code that tools and debug output "
-        "print: " + ", ".join(f"`{r}`" for r in REASONS) + ".",
+        "print: " + ", ".join(f"`{r}`" for r in (src.reasons or REASONS)) + ".",
         "",
         "## Compatibility and migration",
         "",
@@ -198,13 +198,26 @@ MAX_DECLS = 6
 KEY_API = ("isMetadataCompatible", "rankOffloadImages", "getSelected", "Name(")
 
 
-def _wrap_decl(decl: str) -> str:
-    """One declaration, broken after its return type when long (LLVM style)."""
-    if len(decl) <= 80 or "(" not in decl:
+def _wrap_decl(decl: str, width: int = 80) -> str:
+    """One declaration laid out as clang-format's LLVM style would, roughly:
+    the return type on its own line when long, parameters aligned after '('.
+    """
+    if len(decl) <= width or "(" not in decl:
         return decl
     head, _, rest = decl.partition("(")
     ret, _, name = head.rpartition(" ")
-    return f"{ret}\n{name}({rest}"
+    lines = [ret]
+    current = f"{name}("
+    indent = " " * len(current)
+    params = rest.split(", ")
+    for i, param in enumerate(params):
+        piece = param + ("," if i + 1 < len(params) else "")
+        if len(current) + len(piece) > width and not current.endswith("("):
+            lines.append(current.rstrip())
+            current = indent
+        current += piece + " "
+    lines.append(current.rstrip())
+    return "\n".join(lines)
 
 
 # --- the ranked-selection post ---------------------------------------------------
@@ -253,14 +266,13 @@ def ranked_selection(src: Sources, states: dict[int, str] | None = None) -> str:
         "RFC; a rejected image keeps its reason code.",
         "2. **Rank** the compatible images: higher `variant_priority` first "
         "(absent means zero); then the tier, "
-        + ", ".join(f"`{x}`" for x in TIERS)
+        + ", ".join(f"`{x}`" for x in (src.tiers or TIERS))
         + "; then closeness to the device (the smallest gap in minor version, or "
         "the most specific target); then the lower index.",
         "3. **Load** the image ranked first. The plugin's own checks still "
         "apply: an image its plugin rejects is never loaded.",
-        "4. **Explain**: the ranking keeps, for every image, its rank or its "
-        "rejection reason with a one-line detail, so debug output and tools can "
-        "show why an image was or was not chosen"
+        "4. **Explain**: every image keeps its rank or its rejection reason, so "
+        "debug output and tools can show the choice"
         + (
             ", as in the example above." if src.example and src.example.outputs else "."
         ),
@@ -283,9 +295,8 @@ def ranked_selection(src: Sources, states: dict[int, str] | None = None) -> str:
         "",
         "- Binaries with a single compatible image load exactly what they load today.",
         "- Binaries with several compatible images and no keys may now load a "
-        "different image: native before generic, closer before farther. That is "
-        "the point of the change, but it changes which code runs, so the runtime "
-        "logs the choice and "
+        "different image (native before generic, closer before farther). That is "
+        "the point, but it changes which code runs: the runtime logs the choice and "
         + (
             "has a switch back to the old behaviour for bisection (the controls above)."
             if src.controls is not None
@@ -303,9 +314,8 @@ def ranked_selection(src: Sources, states: dict[int, str] | None = None) -> str:
         f"the review of [#186088]({facts.pr(186088).url}) the container's job was "
         'described as "a loop in the is_valid / load routines to just grab the '
         "first one that's compatible\". The ranking is that loop with a sort key "
-        "instead of an early exit. Ordering by the producer cannot work in "
-        "general: one order cannot be best for every device, and linking or "
-        "archiving merges binaries in an order nobody chose.",
+        "instead of an early exit; no producer order is best for every device, "
+        "and linking or archiving merges binaries in an order nobody chose.",
         "- **Load every compatible image.** This is what "
         f"[#139147]({facts.pr(139147).url}) stopped: the same symbols would be "
         "loaded twice.",

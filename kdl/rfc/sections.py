@@ -6,6 +6,7 @@ And the measurement sections built from results/selection-bench.json.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -53,10 +54,12 @@ def example(src: Sources, intro: str) -> list[str]:
     first = ex.outputs.get("first_compatible")
     ranked = ex.outputs.get("ranked")
     if first is not None and ranked is not None:
+        m = re.search(r"--device=(\S+)", "\n".join(ex.run_lines))
+        device = f" for the device `{m.group(1)}`" if m else ""
         out.append(
-            "Today's first-compatible loop and the proposed ranking print (the "
-            "test drives the proposed API through `kdl-select`, a small "
-            "driver that is not part of the patches):"
+            f"Today's first-compatible loop and the proposed ranking{device} "
+            "print (the test drives the proposed API through `kdl-select`, a "
+            "small driver that is not part of the patches):"
         )
         out.append("")
         out += quoted(
@@ -283,14 +286,13 @@ def vocab_measurements(src: Sources) -> list[str]:
 def bench_section(bench: dict[str, Any]) -> list[str]:
     cases = bench["cases"]
     out = [
-        "The ranked selection and today's loop (for each image, the triple check "
-        "and the CUDA plugin's architecture rule; take the first that passes) run "
-        "side by side, interleaved, on the same parsed binaries packed by "
-        "`llvm-offload-binary`. Device: "
+        "Ranked selection and today's loop (triple check plus the CUDA plugin's "
+        "arch rule, first match wins) run interleaved on the same parsed binaries, "
+        "packed by `llvm-offload-binary`, for a "
         f"`{bench.get('device', {}).get('triple', '?')}` "
-        f"`{bench.get('device', {}).get('arch', '?')}`. Exactly one image is "
-        "compatible, so both choose the same image; when it is last, both scan "
-        "every image. Median per call (p5 to p95):",
+        f"`{bench.get('device', {}).get('arch', '?')}` device. One image is "
+        "compatible, so both pick it; when it is last, both scan every image. "
+        "Median per call (p5 to p95):",
         "",
     ]
     rows = []

@@ -98,6 +98,8 @@ class Sources:
     controls: ControlsTable | None = None
     api: list[str] = field(default_factory=list)  # declarations of the new header
     api_patch: str | None = None
+    reasons: list[str] = field(default_factory=list)  # ImageCompatibility names
+    tiers: list[str] = field(default_factory=list)  # ImageTier names
     lit: dict[str, Any] | None = None  # results/lit/summary.json
     example: Example | None = None
     bench: dict[str, Any] | None = None
@@ -201,6 +203,30 @@ def header_api(patch_text: str) -> list[str]:
     return [re.sub(r"\s+", " ", d).replace("( ", "(") for d in decls]
 
 
+def enum_names(patch_text: str, enum: str) -> list[str]:
+    """The ``///< kebab-name`` of each value of ``enum class ENUM`` a patch adds."""
+    names: list[str] = []
+    inside = False
+    for line in patch_text.splitlines():
+        if not line.startswith("+"):
+            inside = False
+            continue
+        body = line[1:].strip()
+        if re.match(rf"enum class {re.escape(enum)}\b", body):
+            inside = True
+            continue
+        if inside and body.startswith("}"):
+            break
+        m = (
+            re.search(r"///<\s*([a-z][a-z0-9]*(?:-[a-z0-9]+)*)\b", body)
+            if inside
+            else None
+        )
+        if m:
+            names.append(m.group(1))
+    return names
+
+
 def run_lines(test_text: str) -> list[str]:
     """The RUN lines of a lit test, continuation lines joined as lit does."""
     lines: list[str] = []
@@ -277,7 +303,13 @@ def load(root: Path | None = None) -> Sources:
                 rows = controls_rows(path, page)
                 if rows:
                     src.controls = ControlsTable(rows, patch.rel, page)
-        decls = header_api(path.read_text(errors="replace"))
+        text = path.read_text(errors="replace")
+        if not src.reasons:
+            src.reasons = [
+                r for r in enum_names(text, "ImageCompatibility") if r != "compatible"
+            ]
+            src.tiers = enum_names(text, "ImageTier")
+        decls = header_api(text)
         if decls and not src.api:
             src.api, src.api_patch = decls, patch.rel
     lit = _read_json(root / LIT_SUMMARY, src.notes)
@@ -291,9 +323,14 @@ def load(root: Path | None = None) -> Sources:
             data = _read_json(path, src.notes)
             if isinstance(data, dict):
                 src.gpu.append((src.rel(path), data))
-    for cand in GTEST_CANDIDATES:
+    candidates = [*GTEST_CANDIDATES]
+    for folder in ("results/gtest", "results/unittests"):
+        candidates += sorted(
+            p.relative_to(root).as_posix() for p in (root / folder).glob("*.json")
+        )
+    for cand in candidates:
         data = _read_json(root / cand, src.notes)
-        if isinstance(data, dict) and "tests" in data:
+        if isinstance(data, dict) and isinstance(data.get("tests"), int):
             src.gtest = (cand, data)
             break
     return src
