@@ -179,6 +179,11 @@ def cold_series(
     return res
 
 
+def shim_path() -> Path | None:
+    name = GPU / "lib" / "SHIM"
+    return GPU / "lib" / name.read_text().strip() if name.exists() else None
+
+
 def layers(bindir: Path, c: dict[str, int]) -> dict[str, Any]:
     image = str(IMG / "gemm.sm_90.cubin")
     cu, lo = str(bindir / "cuda_layers"), str(bindir / "offload_layers")
@@ -188,6 +193,16 @@ def layers(bindir: Path, c: dict[str, int]) -> dict[str, Any]:
         ("cuda_cold_eager", [cu, "cold", image], {"CUDA_MODULE_LOADING": "EAGER"}),
         ("liboffload_cold", [lo, "cold", image], {}),
     ]
+    # liboffload on the raw sm_90a cubin, and on a 4-image OffloadBinary
+    # behind the shim (which picks that sm_90a image inside olCreateProgram).
+    sm90a = str(IMG / "gemm.sm_90a.cubin")
+    multi = str(OB / "order-ascending.bin")
+    jobs.append(("liboffload_sm90a_cold", [lo, "cold", sm90a], {}))
+    shim = shim_path()
+    if shim:
+        jobs.append(
+            ("liboffload_shim_cold", [lo, "cold", multi], {"LD_PRELOAD": str(shim)})
+        )
     policies = (GPU / "bin" / "POLICIES").read_text().split()
     for pol in policies:
         for f in ("sel-1.bin", "sel-8.bin", "sel-64.bin"):
@@ -203,6 +218,13 @@ def layers(bindir: Path, c: dict[str, int]) -> dict[str, Any]:
         [cu, "warm", image, str(c["warm"])], {"CUDA_MODULE_LOADING": "EAGER"}, 300
     )
     warm["liboffload"] = run_json([lo, "warm", image, str(c["warm"])], timeout=300)
+    warm["liboffload_sm90a"] = run_json(
+        [lo, "warm", sm90a, str(c["warm"])], timeout=300
+    )
+    if shim:
+        warm["liboffload_shim"] = run_json(
+            [lo, "warm", multi, str(c["warm"])], {"LD_PRELOAD": str(shim)}, 300
+        )
     for pol in policies:
         for f in ("sel-1.bin", "sel-8.bin", "sel-64.bin"):
             warm[f"select/{pol}/{f}"] = run_json(
@@ -259,9 +281,8 @@ def probe(bindir: Path) -> dict[str, Any]:
     lo = str(bindir / "offload_layers")
     files = [str(GPU / f) for f in PROBE_FILES if (GPU / f).exists()]
     out: dict[str, Any] = {"plain": run_json([lo, "probe", *files], timeout=300)}
-    shim_name = GPU / "lib" / "SHIM"
-    if shim_name.exists():
-        so = GPU / "lib" / shim_name.read_text().strip()
+    so = shim_path()
+    if so:
         log(f"probe: with LD_PRELOAD={so}")
         err: list[str] = []
         out["shim"] = run_json(

@@ -74,6 +74,9 @@ COLD_STACK = [
 ]
 WARM_STACK = ["selection", "module_load_warm", "symbol_lookup_warm", "launch_sync"]
 PATHS = {"cuda": "CUDA driver API", "liboffload": "liboffload (LLVM 22)"}
+#: The extra bar: liboffload with the shim preloaded, given a 4-image
+#: OffloadBinary; its selection happens inside olCreateProgram.
+SHIM_PATH = ("liboffload_shim", "liboffload + kdl shim")
 SELECTION_FILES = {"1": "sel-1.bin", "8": "sel-8.bin", "64": "sel-64.bin"}
 #: The selection the bars include: 8 real images, the series' ranking when
 #: it was measured, else first-wins (named in the output).
@@ -257,8 +260,12 @@ def layer_stats(raw: Json) -> Json:
         ("cuda", "cuda_cold", "cuda"),
         ("cuda_eager", "cuda_cold_eager", "cuda_eager"),
         ("liboffload", "liboffload_cold", "liboffload"),
+        ("liboffload_sm90a", "liboffload_sm90a_cold", "liboffload_sm90a"),
+        ("liboffload_shim", "liboffload_shim_cold", "liboffload_shim"),
     ):
         docs = cold.get(cold_key) or []
+        if not docs and not warm.get(warm_key):
+            continue
         entry: Json = {"cold": {}, "warm": {}, "processes": len(docs)}
         for layer in COLD_LAYERS:
             vals = [d[layer] for d in docs if layer in d]
@@ -442,6 +449,9 @@ def probe_summary(raw: Json) -> Json:
             else None
         )
     out["shim_library"] = probe.get("shim_library")
+    # What the shim printed with KDL_INFO=1 (each line once, in order).
+    info = (probe.get("shim_stderr") or "").splitlines()
+    out["shim_info"] = list(dict.fromkeys(x for x in info if x.startswith("kdl:")))
     out["shim_missing"] = probe.get("shim_missing")
     out["markers"] = {str(v): k for k, v in MARKERS.items()}
     out["shim_vs_kdl_select"] = _shim_check(out.get("shim"), probe.get("expected"))
@@ -549,11 +559,16 @@ def bars(summary: Json) -> list[Json]:
         ("Warm: one more program, symbol and launch", WARM_STACK, "warm", set()),
     ):
         rows = []
-        for key, label in PATHS.items():
+        paths = dict(PATHS)
+        if SHIM_PATH[0] in layers:
+            paths[SHIM_PATH[0]] = SHIM_PATH[1]
+        for key, label in paths.items():
             segs = []
             for layer in stack:
                 if layer in skip:
                     continue
+                if layer == "selection" and key == SHIM_PATH[0]:
+                    continue  # inside its olCreateProgram (module_load_*)
                 if layer == "selection":
                     s = sel.get(mode)
                     name = f"selection ({policy}, {BAR_SELECTION_IMAGES} images)"
@@ -629,6 +644,9 @@ def render_svg(summary: Json) -> str:
         f"{env['llvm']}; harness {h['version']}, {h['date']}.",
         "Segments are per-layer medians (a sum of medians, not the median of "
         "sums); results/gpu/gpu-results.json has n, p5, p95 and bootstrap CIs.",
+        "Selection: extractOffloadBinaries + choice, in its own process "
+        "(select_bench). Shim bar: olCreateProgram of a 4-image OffloadBinary, "
+        "selection inside.",
     ]
     for line in foot:
         body.append(f'<text x="10" y="{y}" class="s">{_esc(line)}</text>')

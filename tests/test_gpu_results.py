@@ -84,6 +84,15 @@ def test_every_layer_has_statistics(summary: dict[str, object]) -> None:
         # The image that ran is the one that was loaded (sm_90 cubin).
         assert entry["marker_variant"] == 3
         assert entry["marker_variant_cold"] == [3]
+    # The same layers for liboffload given the sm_90a cubin, and given a
+    # 4-image OffloadBinary behind the shim: the shim's run loads sm_90a (4).
+    for path in ("liboffload_sm90a", "liboffload_shim"):
+        if path not in layers:
+            continue
+        entry = layers[path]
+        assert entry["marker_variant"] == 4 and entry["marker_variant_cold"] == [4]
+        check_stat(entry["cold"]["module_load_cold"], f"{path}.module_load_cold")
+        assert entry["warm"]["module_load_warm"]["n"] >= 1000
     assert layers["cuda"]["cold"]["context_create"]["median"] > 0
     for path in ("cuda", "liboffload"):
         assert set(gpureport.WARM_LAYERS) <= set(layers["boundaries"][path])
