@@ -190,6 +190,19 @@ def _cmake_cache(build_dir: Path) -> dict[str, str]:
     return cache
 
 
+def _compiler(build_dir: Path | None, path: str | None) -> str | None:
+    """``GNU 12.2.0 (/usr/bin/c++)``: CMake's identification of the compiler."""
+    if build_dir is None or not path:
+        return None
+    for info in sorted(build_dir.glob("CMakeFiles/*/CMakeCXXCompiler.cmake")):
+        text = info.read_text(errors="replace")
+        ident = re.search(r'set\(CMAKE_CXX_COMPILER_ID "([^"]*)"\)', text)
+        version = re.search(r'set\(CMAKE_CXX_COMPILER_VERSION "([^"]*)"\)', text)
+        if ident and version:
+            return f"{ident.group(1)} {version.group(1)} ({path})"
+    return _first_line([path, "--version"])
+
+
 def machine() -> dict[str, Any]:
     """What the figures were measured on."""
     cpu = "unknown"
@@ -349,7 +362,7 @@ def run_bench(
             }
         )
     cache = _cmake_cache(build_dir) if build_dir else {}
-    compiler = cache.get("CMAKE_CXX_COMPILER")
+    compiler = _compiler(build_dir, cache.get("CMAKE_CXX_COMPILER"))
     build_type = cache.get("CMAKE_BUILD_TYPE", "")
     flags = " ".join(
         f
@@ -364,8 +377,7 @@ def run_bench(
         "tool": "kdl bench (overlay/bench/SelectionBench.cpp)",
         "date": started.isoformat(timespec="seconds"),
         "machine": host,
-        "compiler": (_first_line([compiler, "--version"]) if compiler else None)
-        or "unknown",
+        "compiler": compiler or "unknown",
         "build_type": build_type or None,
         "cxx_flags": flags or None,
         "llvm_version": _first_line([str(llvm_bin / "llvm-config"), "--version"]),

@@ -58,6 +58,13 @@ def _expected(root: Path, ref: str) -> tuple[float, float | None]:
     ptr, _, query = selector.partition("?")
     doc = json.loads((root / path).read_text())
     value = _pointer(doc, ptr)
+    if query == "len":
+        return float(len(value)), None
+    if query.startswith("count="):
+        field, _, want = query.removeprefix("count=").partition(":")
+        wanted = json.loads(want) if want in ("true", "false", "null") else want
+        hits = [item for item in value if item.get(field) == wanted]
+        return float(sum(type(item.get(field)) is type(wanted) for item in hits)), None
     assert not query, f"test does not know query {query}"
     key = ptr.rsplit("/", 1)[-1]
     scale = None

@@ -147,11 +147,18 @@ class Resolver:
                 raise SourceError(f"{ref}: ?len of a scalar")
             return len(node)
         if query.startswith("count="):
-            field, _, want = query[len("count=") :].partition(":")
+            field, _, text = query[len("count=") :].partition(":")
             if not isinstance(node, list):
                 raise SourceError(f"{ref}: ?count of a non-array")
+            want: Any = text
+            if text in ("true", "false", "null") or text.lstrip("-").isdigit():
+                want = json.loads(text)
             return sum(
-                1 for item in node if isinstance(item, dict) and item.get(field) == want
+                1
+                for item in node
+                if isinstance(item, dict)
+                and item.get(field) == want
+                and type(item.get(field)) is type(want)
             )
         raise SourceError(f"{ref}: unknown query {query!r}")
 

@@ -67,35 +67,59 @@ def gpu_results(rel: str, data: dict[str, Any]) -> list[str]:
         f"from `{rel}`:",
         "",
     ]
-    out += _probe(data)
+    out += _probe(rel, data)
     out += _choice(rel, data)
     out += _layers(rel, data)
     out += _selection(rel, data)
     return out
 
 
-def _probe(data: dict[str, Any]) -> list[str]:
+def _probe(rel: str, data: dict[str, Any]) -> list[str]:
+    out: list[str] = []
     plain = _get(data, "probe", "plain")
-    if not isinstance(plain, list):
-        return []
-    packed = [p for p in plain if str(p.get("file", "")).endswith(".bin")]
-    raw = [p for p in plain if not str(p.get("file", "")).endswith(".bin")]
-    if not packed:
-        return []
-    errors = {str(p.get("create_program_error", "")).partition(": ")[2] for p in packed}
-    all_fail = all(not p.get("create_program_ok") for p in packed)
-    loads_raw = [p["file"] for p in raw if p.get("create_program_ok")]
-    if not all_fail or len(errors) != 1:
-        return []
-    error = errors.pop()
-    text = (
-        "- Stock liboffload cannot load an OffloadBinary: every packed file the "
-        "probe tried, with one image or several, is refused by `olIsValidBinary` "
-        f"and fails `olCreateProgram` with `{error}`"
-    )
-    if loads_raw:
-        text += f", while the raw `{loads_raw[0]}` loads"
-    return [text + ".", ""]
+    if isinstance(plain, list):
+        packed = [p for p in plain if str(p.get("file", "")).endswith(".bin")]
+        raw_ok = [
+            p["file"]
+            for p in plain
+            if not str(p.get("file", "")).endswith(".bin")
+            and p.get("create_program_ok")
+        ]
+        errors = {
+            str(p.get("create_program_error", "")).partition(": ")[2] for p in packed
+        }
+        if (
+            packed
+            and len(errors) == 1
+            and not any(p.get("create_program_ok") for p in packed)
+        ):
+            text = (
+                "- Stock liboffload cannot load an OffloadBinary: every packed file "
+                "the probe tried, with one image or several, is refused by "
+                f"`olIsValidBinary` and fails `olCreateProgram` with `{errors.pop()}`"
+            )
+            if raw_ok:
+                text += f", while the raw `{raw_ok[0]}` loads"
+            out += [text + ".", ""]
+    checks = _get(data, "probe", "shim_vs_kdl_select")
+    if isinstance(checks, list) and checks:
+        base = pointer(rel, "probe", "shim_vs_kdl_select")
+        matched = sum(
+            1 for c in checks if isinstance(c, dict) and c.get("match") is True
+        )
+        matched_text = cite(str(matched), base + "?count=match:true")
+        total_text = cite(str(len(checks)), base + "?len")
+        out += [
+            "- With the ranking in front of the same liboffload (a preloaded shim "
+            "that applies the series' library to LLVM 22; the runtime patches "
+            f"themselves target main), {matched_text} "
+            f"of {total_text} packed files ran exactly "
+            "the image `kdl-select` ranks first (each kernel reports which image "
+            "it is), and a file with no compatible image fails with the "
+            "explanation.",
+            "",
+        ]
+    return out
 
 
 def _choice(rel: str, data: dict[str, Any]) -> list[str]:
@@ -103,28 +127,44 @@ def _choice(rel: str, data: dict[str, Any]) -> list[str]:
     if not isinstance(orders, list) or not orders:
         return []
     rows = []
+    seen: set[str] = set()
     for i, row in enumerate(orders):
         if not isinstance(row, dict) or "first_compatible" not in row:
             continue
+        chosen = row.get("ranked", row.get("ranked_with_priority"))
+        order = ", ".join(f"`{x}`" for x in row.get("order", []))
+        if order in seen and row.get("file"):
+            order += f" (`{row['file']}`)"
+        seen.add(order)
         cells = [
-            ", ".join(f"`{x}`" for x in row.get("order", [])),
-            f"`{row['first_compatible']}`",
-            f"`{row.get('ranked_with_priority')}`",
+            order,
+            _name(row["first_compatible"]),
+            _name(chosen),
         ]
         for key, _ in COST_COLUMNS:
-            value = _get(row, "cost_ms", key, "first_over_best")
-            ref = pointer(
-                rel, "image_choice", "orders", i, "cost_ms", key, "first_over_best"
+            costs = _get(row, "cost_ms", key)
+            field = next(
+                (
+                    f
+                    for f in ("first_over_ranked", "first_over_best")
+                    if f in (costs or {})
+                ),
+                None,
             )
-            cells.append(
-                ratio(ref, float(value)) if isinstance(value, int | float) else ""
-            )
+            if field is None or not isinstance(costs[field], int | float):
+                cells.append("")
+                continue
+            ref = pointer(rel, "image_choice", "orders", i, "cost_ms", key, field)
+            cells.append(ratio(ref, float(costs[field])))
         rows.append(cells)
     if not rows:
         return []
+    by = next((r.get("ranked_by") for r in orders if isinstance(r, dict)), None)
+    if isinstance(by, str):
+        by = by.replace(" (", ", ").replace(")", "")
     out = [
         "- The same GEMM images packed in different orders: what each policy "
-        "loads (ranked with `variant_priority=1` on `sm_90a`) and the cost of the "
+        f"loads (ranked by {by or 'the series ranking'}) and the cost of the "
         "first compatible image over the ranked one, as measured cold load (JIT "
         "cache empty) plus runs times the measured kernel time.",
         "",
@@ -151,6 +191,10 @@ def _choice(rel: str, data: dict[str, Any]) -> list[str]:
     if facts:
         out += ["- Medians: " + "; ".join(facts) + ".", ""]
     return out
+
+
+def _name(image: Any) -> str:
+    return f"`{image}`" if image else "none"
 
 
 def _layers(rel: str, data: dict[str, Any]) -> list[str]:

@@ -366,7 +366,8 @@ def _per_image(cases: list[dict[str, Any]]) -> list[str]:
     ]
     if not same:
         return []
-    i, case = max(same, key=lambda item: item[1]["images"])
+    # The goal's size if measured, else the largest.
+    i, case = max(same, key=lambda item: (item[1]["images"] == 64, item[1]["images"]))
     early = [
         (j, c)
         for j, c in enumerate(cases)
