@@ -1,0 +1,271 @@
+"""``kdl build``: the series in an llvm-project build tree, or the overlay.
+
+With ``--llvm PATH`` the checkout is configured once (``cmake -G Ninja``
+with :data:`CONFIG`, ccache or sccache as compiler launcher when present)
+and then ninja builds only what the series touches: ``llvm-offload-binary``,
+``clang-offload-packager`` (a symlink to it upstream, a tool of its own in
+older trees: built when the build system has such a target), the Object
+unit tests and the offload runtime. An existing CMakeCache.txt is never
+reconfigured: where it disagrees with :data:`CONFIG` kdl says so and builds
+what that configuration has.
+
+Without ``--llvm`` it builds the overlay (:func:`kdl.overlay.build_overlay`),
+the series' new files against Debian's LLVM 22.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kdl import paths, proc
+from kdl.errors import UsageError, WorkspaceError
+
+#: The cache entries kdl configures a new build with.
+CONFIG = {
+    "CMAKE_BUILD_TYPE": "Release",
+    "LLVM_ENABLE_ASSERTIONS": "ON",
+    # clang: clang-offload-packager and the compiler of the offload tests.
+    "LLVM_ENABLE_PROJECTS": "clang",
+    "LLVM_ENABLE_RUNTIMES": "openmp;offload",
+    "LLVM_TARGETS_TO_BUILD": "host;NVPTX;AMDGPU",
+}
+
+#: The offload runtime: the runtimes build's umbrella target, else the
+#: targets an openmp/offload build without LLVM_ENABLE_RUNTIMES has.
+RUNTIME_TARGETS = ("omp", "omptarget", "offload", "LLVMOffload")
+
+#: Where LLVM's own names for the host target come from.
+_HOST_TARGETS = {
+    "x86_64": "X86",
+    "amd64": "X86",
+    "aarch64": "AArch64",
+    "arm64": "AArch64",
+    "ppc64le": "PowerPC",
+}
+
+_TRUE = {"ON", "YES", "TRUE", "Y", "1"}
+
+
+@dataclass
+class LLVMBuild:
+    build_dir: Path
+    targets: list[str]
+    configured: bool  # False: an existing cache was used
+    seconds: float
+    notes: list[str] = field(default_factory=list)
+
+
+def default_build_dir() -> Path:
+    """build/llvm in the workspace (``kdl test --check-offload`` looks there)."""
+    return paths.BUILD / "llvm"
+
+
+def launcher_args() -> list[str]:
+    """Compiler cache: LLVM's own switch for ccache, CMake's launcher for sccache."""
+    if proc.which("ccache"):
+        return ["-DLLVM_CCACHE_BUILD=ON"]
+    sccache = proc.which("sccache")
+    if sccache:
+        return [f"-DCMAKE_{lang}_COMPILER_LAUNCHER={sccache}" for lang in ("C", "CXX")]
+    return []
+
+
+def configure_argv(llvm: Path, build_dir: Path) -> list[str]:
+    return [
+        "cmake",
+        "-G",
+        "Ninja",
+        "-S",
+        str(llvm / "llvm"),
+        "-B",
+        str(build_dir),
+        *[f"-D{key}={value}" for key, value in CONFIG.items()],
+        *launcher_args(),
+    ]
+
+
+def read_cache(build_dir: Path) -> dict[str, str]:
+    """``KEY:TYPE=VALUE`` entries of DIR/CMakeCache.txt."""
+    entries = {}
+    for line in (build_dir / "CMakeCache.txt").read_text(errors="replace").splitlines():
+        if not line or line.startswith(("#", "//")) or "=" not in line:
+            continue
+        key, _, value = line.partition("=")
+        entries[key.split(":", 1)[0]] = value
+    return entries
+
+
+def _items(value: str) -> set[str]:
+    return {v.strip() for v in value.split(";") if v.strip()}
+
+
+def cache_disagreements(cache: dict[str, str]) -> list[str]:
+    """Where an existing configuration differs from :data:`CONFIG` in effect."""
+    notes = []
+    build_type = cache.get("CMAKE_BUILD_TYPE", "")
+    if build_type != CONFIG["CMAKE_BUILD_TYPE"]:
+        notes.append(f"CMAKE_BUILD_TYPE is '{build_type}' (kdl uses Release)")
+    if cache.get("LLVM_ENABLE_ASSERTIONS", "").upper() not in _TRUE:
+        notes.append("LLVM_ENABLE_ASSERTIONS is off (kdl uses ON)")
+    for key in ("LLVM_ENABLE_PROJECTS", "LLVM_ENABLE_RUNTIMES"):
+        have = _items(cache.get(key, ""))
+        lacking = _items(CONFIG[key]) - have
+        if lacking and "all" not in have:
+            notes.append(
+                f"{key} lacks {';'.join(sorted(lacking))} "
+                f"(it is '{cache.get(key, '')}')"
+            )
+    targets = _items(cache.get("LLVM_TARGETS_TO_BUILD", ""))
+    if "all" not in targets:
+        missing = sorted({"NVPTX", "AMDGPU"} - targets)
+        host = _HOST_TARGETS.get(platform.machine().lower(), "host")
+        if "host" not in targets and host not in targets:
+            missing.append(f"host ({host})")
+        if missing:
+            notes.append(
+                f"LLVM_TARGETS_TO_BUILD lacks {', '.join(missing)} "
+                f"(it is '{cache.get('LLVM_TARGETS_TO_BUILD', '')}')"
+            )
+    return notes
+
+
+def ninja_targets(build_dir: Path) -> set[str]:
+    """Every target name the build has (``ninja -t targets all``)."""
+    out = proc.output(["ninja", "-C", str(build_dir), "-t", "targets", "all"])
+    return {line.rsplit(": ", 1)[0] for line in out.splitlines() if ": " in line}
+
+
+def choose_targets(available: set[str]) -> tuple[list[str], list[str]]:
+    """(targets to build, what is missing and why) for the series."""
+    targets = ["llvm-offload-binary"]
+    missing = []
+    if "clang-offload-packager" in available:
+        targets.append("clang-offload-packager")
+    else:
+        missing.append(
+            "clang-offload-packager (no such target; LLVM_ENABLE_PROJECTS lacks clang?)"
+        )
+    if "ObjectTests" in available:
+        targets.append("ObjectTests")
+    else:
+        missing.append("ObjectTests (no such target; LLVM_INCLUDE_TESTS=OFF?)")
+    if "runtimes" in available:
+        targets.append("runtimes")
+    else:
+        found = [t for t in RUNTIME_TARGETS if t in available]
+        targets += found
+        if not found:
+            missing.append(
+                "the offload runtime (no 'runtimes', 'omp' or 'offload' target)"
+            )
+    if "llvm-offload-binary" not in available:
+        missing.insert(0, "llvm-offload-binary (no such target)")
+        targets.remove("llvm-offload-binary")
+    return targets, missing
+
+
+def build_llvm(
+    llvm: Path, build_dir: Path | None = None, jobs: int | None = None
+) -> LLVMBuild:
+    """Configure (once) and build the series' targets in an llvm-project build."""
+    llvm = llvm.expanduser().resolve()
+    if not (llvm / "llvm" / "CMakeLists.txt").is_file():
+        raise UsageError(
+            f"{llvm}: not an llvm-project checkout (no llvm/CMakeLists.txt)"
+        )
+    build_dir = (build_dir or default_build_dir()).expanduser().resolve()
+    started = time.monotonic()
+    notes: list[str] = []
+    configured = not (build_dir / "CMakeCache.txt").is_file()
+    if configured:
+        proc.run(configure_argv(llvm, build_dir), capture=False, mutating=True)
+    else:
+        cache = read_cache(build_dir)
+        source = Path(cache.get("CMAKE_HOME_DIRECTORY", "")).resolve()
+        if source != (llvm / "llvm"):
+            raise UsageError(
+                f"{build_dir} is configured for {source}, not {llvm / 'llvm'}; "
+                "pick another --build-dir"
+            )
+        if cache.get("CMAKE_GENERATOR") != "Ninja":
+            raise UsageError(
+                f"{build_dir} uses the '{cache.get('CMAKE_GENERATOR')}' generator; "
+                "kdl builds with Ninja: pick another --build-dir"
+            )
+        notes = cache_disagreements(cache)
+        for note in notes:
+            print(f"note: existing cache in {build_dir}: {note}; not reconfigured")
+    if proc.DRY_RUN and configured:
+        available = {
+            "llvm-offload-binary",
+            "clang-offload-packager",
+            "ObjectTests",
+            "runtimes",
+        }
+        print(
+            "note: targets assumed from upstream's layout "
+            "(the real list needs a configured tree)"
+        )
+    else:
+        available = ninja_targets(build_dir)
+    targets, missing = choose_targets(available)
+    if missing:
+        notes += [f"not built: {m}" for m in missing]
+        for m in missing:
+            print(f"note: not built: {m}")
+    if "llvm-offload-binary" not in targets:
+        raise WorkspaceError(
+            f"{build_dir}: cannot build the series: {'; '.join(missing)}"
+        )
+    argv = [
+        "ninja",
+        "-C",
+        str(build_dir),
+        *(["-j", str(jobs)] if jobs else []),
+        *targets,
+    ]
+    proc.run(argv, capture=False, mutating=True)
+    return LLVMBuild(build_dir, targets, configured, time.monotonic() - started, notes)
+
+
+def _describe_tool(path: Path) -> str:
+    if path.is_symlink():
+        return f"{path} -> {os.readlink(path)} (symlink)"
+    return str(path)
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    if args.llvm is None:
+        from kdl import overlay
+
+        built = overlay.build_overlay(args.build_dir, args.jobs)
+        print(f"overlay build: {built.build_dir}")
+        print(f"  kdl-select:  {built.select_tool}")
+        print(f"  unit tests:  {built.unittests}")
+        return 0
+    result = build_llvm(args.llvm, args.build_dir, args.jobs)
+    if proc.DRY_RUN:
+        return 0
+    how = (
+        "configured and built"
+        if result.configured
+        else "built (existing configuration)"
+    )
+    print(
+        f"{how} {', '.join(result.targets)} in {result.build_dir} "
+        f"in {result.seconds:.1f} s"
+    )
+    for rel in (
+        "bin/llvm-offload-binary",
+        "bin/clang-offload-packager",
+        "unittests/Object/ObjectTests",
+    ):
+        path = result.build_dir / rel
+        if path.exists() or path.is_symlink():
+            print(f"  {_describe_tool(path)}")
+    return 0

@@ -1,0 +1,203 @@
+"""``ninja check-offload`` in an llvm-project build, with results kdl can read.
+
+:func:`run_check_offload` runs the upstream offload test suite through the
+build's own ``check-offload`` target; lit's options travel in the
+environment (``LIT_FILTER``, and ``LIT_OPTS`` with ``--xunit-xml-output``
+and ``-j``), so the xunit file lands in results/check-offload.xml whatever
+the build passes to lit. results/check-offload.json records the counts, the
+tool versions and ``git describe`` of the checkout the build came from.
+``kdl test --check-offload`` calls it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shlex
+import sys
+import time
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kdl import paths, proc
+from kdl.errors import UsageError, WorkspaceError
+
+log = logging.getLogger("kdl")
+
+
+@dataclass
+class XunitCounts:
+    passed: int = 0
+    failed: int = 0
+    skipped: int = 0  # unsupported (REQUIRES/UNSUPPORTED)
+    excluded: int = 0  # not selected by LIT_FILTER
+    failures: list[str] = field(default_factory=list)
+
+
+@dataclass
+class CheckOffloadResult:
+    ok: bool
+    returncode: int
+    counts: XunitCounts
+    xml_file: Path
+    json_file: Path
+    seconds: float
+
+    @property
+    def passed(self) -> int:
+        return self.counts.passed
+
+    @property
+    def failed(self) -> int:
+        return self.counts.failed
+
+    def summary(self) -> str:
+        c = self.counts
+        return (
+            f"{c.passed} passed, {c.failed} failed, {c.skipped} unsupported, "
+            f"{c.excluded} not selected"
+        )
+
+
+def _first_line(argv: list[str]) -> str | None:
+    try:
+        result = proc.run(argv, check=False)
+    except WorkspaceError:
+        return None
+    lines = (result.stdout or b"").decode(errors="replace").strip().splitlines()
+    return lines[0] if result.returncode == 0 and lines else None
+
+
+def tool_versions(build_dir: Path) -> dict[str, str | None]:
+    built = build_dir / "bin"
+    return {
+        "cmake": _first_line(["cmake", "--version"]),
+        "ninja": _first_line(["ninja", "--version"]),
+        "clang": _first_line([str(built / "clang"), "--version"])
+        if (built / "clang").exists()
+        else None,
+        "llvm-lit": _first_line([str(built / "llvm-lit"), "--version"])
+        if (built / "llvm-lit").exists()
+        else None,
+        "python": sys.version.split()[0],
+    }
+
+
+def checkout_of(build_dir: Path) -> dict[str, str | None]:
+    """The llvm-project checkout a build was configured from, with ``git describe``."""
+    source = ""
+    cache = build_dir / "CMakeCache.txt"
+    if cache.is_file():
+        for line in cache.read_text(errors="replace").splitlines():
+            if line.startswith("CMAKE_HOME_DIRECTORY:"):
+                source = line.partition("=")[2]
+    doc: dict[str, str | None] = {"path": None, "describe": None, "head": None}
+    if not source:
+        return doc
+    import git
+
+    try:
+        with git.Repo(source, search_parent_directories=True) as repo:
+            doc["path"] = str(repo.working_tree_dir) if repo.working_tree_dir else None
+            doc["head"] = repo.git.rev_parse("HEAD")
+            doc["describe"] = repo.git.describe(
+                "--tags", "--always", "--dirty", "--abbrev=12"
+            )
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError, git.GitCommandError):
+        pass
+    return doc
+
+
+def parse_xunit(path: Path) -> XunitCounts:
+    """Count lit's xunit results; failing tests named ``suite :: dir/test``.
+
+    lit writes a test's directory with dots for slashes (``classname``), so
+    a directory whose name holds a dot comes back with a slash in it.
+    """
+    counts = XunitCounts()
+    for suite in ET.parse(path).getroot().iter("testsuite"):
+        name = suite.get("name", "")
+        for case in suite.iter("testcase"):
+            skipped = case.find("skipped")
+            if case.find("failure") is not None or case.find("error") is not None:
+                counts.failed += 1
+                where = case.get("classname", "").removeprefix(f"{name}.")
+                where = "" if where == name else where.replace(".", "/") + "/"
+                counts.failures.append(f"{name} :: {where}{case.get('name', '')}")
+            elif skipped is None:
+                counts.passed += 1
+            elif skipped.get("message", "").startswith("Test not selected"):
+                counts.excluded += 1
+            else:
+                counts.skipped += 1
+    return counts
+
+
+def run_check_offload(
+    build_dir: Path | None = None,
+    lit_filter: str | None = None,
+    jobs: int | None = None,
+    results_dir: Path | None = None,
+) -> CheckOffloadResult:
+    """Run ``ninja -C DIR check-offload`` and collect its results."""
+    from kdl.build import default_build_dir
+
+    build_dir = (build_dir or default_build_dir()).expanduser().resolve()
+    results_dir = results_dir or paths.RESULTS
+    if not (build_dir / "build.ninja").is_file():
+        raise UsageError(
+            f"{build_dir}: not a configured build (no build.ninja); "
+            "run 'kdl build --llvm PATH' first"
+        )
+    query = proc.run(
+        ["ninja", "-C", str(build_dir), "-t", "query", "check-offload"], check=False
+    )
+    if query.returncode != 0:
+        raise WorkspaceError(
+            f"{build_dir} has no check-offload target "
+            "(is offload in LLVM_ENABLE_RUNTIMES?)"
+        )
+    results_dir.mkdir(parents=True, exist_ok=True)
+    xml_file = (results_dir / "check-offload.xml").resolve()
+    json_file = results_dir / "check-offload.json"
+    xml_file.unlink(missing_ok=True)
+    lit_opts = shlex.split(os.environ.get("LIT_OPTS", ""))
+    lit_opts += ["--xunit-xml-output", str(xml_file)]
+    if jobs:
+        lit_opts += ["-j", str(jobs)]
+    env = {"LIT_OPTS": shlex.join(lit_opts)}
+    if lit_filter:
+        env["LIT_FILTER"] = lit_filter
+    argv = ["ninja", "-C", str(build_dir), "check-offload"]
+    log.info(
+        "running: %s %s",
+        shlex.join(f"{k}={v}" for k, v in env.items()),
+        proc.quote(argv),
+    )
+    started = time.monotonic()
+    result = proc.run(argv, env=env, capture=False, check=False)
+    seconds = time.monotonic() - started
+    counts = parse_xunit(xml_file) if xml_file.is_file() else XunitCounts()
+    doc: dict[str, Any] = {
+        "command": argv,
+        "env": env,
+        "returncode": result.returncode,
+        "seconds": round(seconds, 3),
+        "xunit": str(xml_file) if xml_file.is_file() else None,
+        "passed": counts.passed,
+        "failed": counts.failed,
+        "skipped": counts.skipped,
+        "excluded": counts.excluded,
+        "failures": counts.failures,
+        "tools": tool_versions(build_dir),
+        "checkout": checkout_of(build_dir),
+        "build_dir": str(build_dir),
+    }
+    json_file.write_text(json.dumps(doc, indent=2) + "\n")
+    ok = result.returncode == 0 and xml_file.is_file() and counts.failed == 0
+    return CheckOffloadResult(
+        ok, result.returncode, counts, xml_file, json_file, seconds
+    )

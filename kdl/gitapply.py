@@ -1,0 +1,326 @@
+"""``kdl apply``: put the series on a branch of an llvm-project checkout.
+
+All or nothing. Every patch becomes one commit (``git am -3``: subject,
+body and authorship kept). A patch that does not apply, an error, or Ctrl-C
+undoes the whole run: ``git am --abort``, the branch back where it was (or
+deleted, if this run created it) and the original HEAD checked out again.
+The first Ctrl-C lets the running git step finish and then rolls back; a
+second one stops at once and prints the commands that finish the job.
+
+A branch is kdl's when ``git config branch.<name>.kdlBase`` is set and every
+commit after that base is one of the series' patches (by ``git patch-id
+--stable``, or by subject for a patch edited since). Running apply again on
+such a branch applies only what is missing and changes nothing otherwise.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from kdl import proc
+from kdl.errors import GitError, WorkspaceError
+from kdl.gitmatch import Match, PatchInfo, classify
+from kdl.gitrepo import Checkout, Interrupted
+from kdl.gitundo import Start, Undo, deferred_sigint
+from kdl.series import Series
+
+#: ``git am`` with every setting that could change the commits pinned.
+AM_ARGS = [
+    "am",
+    "--3way",
+    "--keep-non-patch",  # strip [PATCH n/m] only, keep [Object][Offload] tags
+    "--no-message-id",
+    "--no-scissors",
+    "--no-keep-cr",
+    "--no-signoff",
+    "--patch-format=mbox",
+]
+
+_FAILED_PATH = re.compile(
+    r"(?:patch failed: (\S+):\d+|^error: (\S+): (?:does not exist in index|"
+    r"already exists in (?:index|working directory)|patch does not apply)|"
+    r"Merge conflict in (\S+))",
+    re.MULTILINE,
+)
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What an apply run starts from and has to do."""
+
+    branch: str
+    start: Start
+    base: str
+    base_ref: str | None
+    infos: list[PatchInfo]
+    matches: list[Match]  # the branch's commits, when it exists
+
+    @property
+    def done(self) -> dict[str, Match]:
+        return {m.patch.name: m for m in self.matches if m.patch is not None}
+
+    @property
+    def pending(self) -> list[PatchInfo]:
+        return [i for i in self.infos if i.name not in self.done]
+
+    @property
+    def base_label(self) -> str:
+        return self.base[:12] + (f" ({self.base_ref})" if self.base_ref else "")
+
+
+def apply_series(
+    llvm: Path,
+    series: Series,
+    *,
+    branch: str | None = None,
+    base: str | None = None,
+    keep_conflicts: bool = False,
+) -> int:
+    """Apply *series* to the checkout at *llvm*; print one line per patch."""
+    with Checkout(llvm) as co:
+        plan = _plan(co, series, branch or f"kdl/{series.name}", base)
+        print(
+            f"applying {len(plan.infos)} patches of '{series.name}' to "
+            f"{plan.branch}, base {plan.base_label}"
+        )
+        if proc.DRY_RUN:
+            _print_plan(co, plan)
+            return 0
+        applied, in_base = _execute(co, plan, series, keep_conflicts)
+        already = len(plan.infos) - len(plan.pending)
+        start = plan.start
+        moved = "" if start.branch == plan.branch else f"; switched from {start.label}"
+        in_base_note = f", {in_base} already in the base" if in_base else ""
+        print(
+            f"{plan.branch}: {applied} applied, {already} already applied"
+            f"{in_base_note}{moved}"
+        )
+        differ = [m for m in plan.matches if m.state in ("stale", "edited")]
+        if differ:
+            print(
+                f"note: {len(differ)} commit(s) differ from patches/: 'kdl export' "
+                "takes the branch's version, 'kdl revert' + 'kdl apply' takes patches/"
+            )
+    return 0
+
+
+def _plan(co: Checkout, series: Series, branch: str, base: str | None) -> _Plan:
+    """Check that apply may run, and work out what it has to do."""
+    co.check_branch_name(branch)
+    co.refuse_in_progress()
+    co.refuse_lost_detached_head()
+    co.refuse_dirty("applying the series")
+    infos = co.patch_infos(series)
+    exists = co.branch_exists(branch)
+    start = Start(co.current_branch(), co.head(), co.rev(branch) if exists else None)
+    if exists:
+        base_sha, base_ref, matches = _existing_branch(co, branch, base, infos)
+    else:
+        base_sha = co.rev(base or "HEAD")
+        ref = co.attempt("rev-parse", "--abbrev-ref", base or "HEAD")[1].strip()
+        base_ref = ref if ref and ref != "HEAD" else None
+        marker = "llvm/include/llvm/Object/OffloadBinary.h"
+        if co.attempt("cat-file", "-e", f"{base_sha}:{marker}")[0] != 0:
+            raise WorkspaceError(
+                f"{base or 'HEAD'} ({co.short(base_sha)}) has no {marker}: "
+                "not an llvm-project revision the series can apply to"
+            )
+        matches = []
+    plan = _Plan(branch, start, base_sha, base_ref, infos, matches)
+    _refuse_out_of_order(infos, plan.done, plan.pending)
+    in_the_way = co.untracked_in_the_way([f for i in plan.pending for f in i.creates])
+    if in_the_way:
+        raise GitError(
+            f"{co.root}: the series creates {', '.join(in_the_way)}, which "
+            "already exist(s) untracked in the work tree; move them away first"
+        )
+    return plan
+
+
+def _execute(
+    co: Checkout, plan: _Plan, series: Series, keep_conflicts: bool
+) -> tuple[int, int]:
+    """Run the apply; return (patches applied, patches already in the base)."""
+    run = Undo(co, plan.start, plan.branch)
+    applied = in_base = 0
+    conflict: tuple[PatchInfo, list[str], str] | None = None
+    with deferred_sigint() as interrupted:
+        try:
+            if run.created:
+                co.run(
+                    "checkout", "--quiet", "--no-track", "-b", plan.branch, plan.base
+                )
+                co.write_meta(plan.branch, plan.base, plan.base_ref, series.name)
+            elif plan.start.branch != plan.branch:
+                co.run("checkout", "--quiet", plan.branch)
+            for info in plan.infos:
+                if info.name in plan.done:
+                    _print_done(plan.done[info.name])
+                    continue
+                if interrupted():
+                    break
+                before = co.head()
+                status, out, err = co.attempt(*AM_ARGS, str(info.patch.path))
+                if interrupted():
+                    break
+                if status != 0:
+                    print(f"  {info.name}: conflict", flush=True)
+                    conflict = (info, _failed_files(co, info, f"{out}\n{err}"), err)
+                    break
+                if co.head() == before:  # "No changes -- Patch already applied."
+                    print(f"  {info.name}: already in the base, no commit made")
+                    in_base += 1
+                    continue
+                made = co.commits("HEAD^", "HEAD")[0].patch_id or ""
+                co.add_applied(plan.branch, info.patch_id, made)
+                applied += 1
+                how = " (3-way merge)" if "3-way merge" in out + err else ""
+                print(f"  {info.name}: applied{how}", flush=True)
+        except KeyboardInterrupt:
+            raise run.interrupted() from None
+        except WorkspaceError as exc:
+            raise GitError(f"{exc}\n  {run.undo()}") from exc
+        if interrupted():
+            raise Interrupted(f"interrupted: {run.undo()}")
+    if conflict and keep_conflicts:
+        info, files, _ = conflict
+        left = len(plan.pending) - applied - in_base - 1
+        raise GitError(_kept_message(co, run, info, files, left))
+    if conflict:
+        info, files, err = conflict
+        undone = run.undo()
+        raise GitError(
+            _conflict_message(
+                co,
+                series=series,
+                info=info,
+                files=files,
+                base_label=plan.base_label,
+                stderr=err,
+                undone=undone,
+            )
+        )
+    return applied, in_base
+
+
+def _print_plan(co: Checkout, plan: _Plan) -> None:
+    """``--dry-run``: the git commands apply would run."""
+    if plan.start.target_tip is None:
+        print(f"would run: git checkout --no-track -b {plan.branch} {plan.base}")
+    elif plan.start.branch != plan.branch:
+        print(f"would run: git checkout {plan.branch}")
+    for info in plan.infos:
+        if info.name in plan.done:
+            _print_done(plan.done[info.name])
+        else:
+            print(f"would run: {proc.quote(['git', *AM_ARGS, info.patch.path])}")
+    print(f"(in {co.root}; nothing was changed)")
+
+
+def _existing_branch(
+    co: Checkout, branch: str, base: str | None, infos: list[PatchInfo]
+) -> tuple[str, str | None, list[Match]]:
+    meta = co.meta(branch)
+    if meta is None:
+        raise GitError(
+            f"{co.root}: branch {branch} exists and was not made by kdl apply; "
+            "pick another name with --branch"
+        )
+    if base is not None and co.rev(base) not in (meta.base, co.effective_base(meta)):
+        raise GitError(
+            f"{co.root}: {branch} is based on {co.short(meta.base)}, not {base}; "
+            "use another --branch, or 'kdl revert' and 'git branch -D' it first"
+        )
+    base_sha = co.effective_base(meta)
+    matches = classify(infos, co.commits(base_sha, branch), meta.applied)
+    foreign = [m.commit for m in matches if not m.ours]
+    if foreign:
+        listed = "; ".join(f"{c.sha[:12]} {c.subject}" for c in foreign[:3])
+        raise GitError(
+            f"{co.root}: {branch} has commits that are not the series' ({listed}); "
+            "pick another name with --branch"
+        )
+    return base_sha, meta.base_ref, matches
+
+
+def _refuse_out_of_order(
+    infos: list[PatchInfo], done: dict[str, Match], pending: list[PatchInfo]
+) -> None:
+    if not pending or not done:
+        return
+    last_done = max(i for i, info in enumerate(infos) if info.name in done)
+    first_pending = infos.index(pending[0])
+    if first_pending < last_done:
+        raise GitError(
+            f"the branch has {infos[last_done].name} but not {pending[0].name}; "
+            "'kdl revert' and apply again"
+        )
+
+
+def _print_done(match: Match) -> None:
+    assert match.patch is not None
+    how = {
+        "applied": "already applied",
+        "stale": "already applied (an older version: patches/ changed since)",
+        "edited": "already applied (edited on the branch, not exported)",
+    }[match.state]
+    print(f"  {match.patch.name}: {how}")
+
+
+def _failed_files(co: Checkout, info: PatchInfo, output: str) -> list[str]:
+    files: list[str] = []
+    status, out, _ = co.attempt("diff", "--name-only", "--diff-filter=U")
+    if status == 0:
+        files += out.split()
+    for m in _FAILED_PATH.finditer(output):
+        files.append(next(g for g in m.groups() if g))
+    files = list(dict.fromkeys(files))
+    return files or info.patch.diff_files()
+
+
+def _conflict_message(
+    co: Checkout,
+    *,
+    series: Series,
+    info: PatchInfo,
+    files: list[str],
+    base_label: str,
+    stderr: str,
+    undone: str,
+) -> str:
+    lines = [
+        f"{info.name} does not apply to {base_label}: conflict in {', '.join(files)}"
+    ]
+    recorded = {f.path: f.commit for f in info.patch.files}
+    for path in files:
+        commit = recorded.get(path, series.base_of(path))
+        made = f"llvm/llvm-project {commit}" if commit else "a file the series creates"
+        lines.append(f"  {path}: the patch was made against {made}")
+    lines += [f"  git: {e}" for e in stderr.splitlines() if e.startswith("error:")][:3]
+    lines.append(f"  {undone}")
+    retry = proc.quote(["kdl", "apply", "--llvm", str(co.root), "--keep-conflicts"])
+    lines.append(f"  to resolve it by hand with a 3-way merge left in place: {retry}")
+    return "\n".join(lines)
+
+
+def _kept_message(
+    co: Checkout, run: Undo, info: PatchInfo, files: list[str], remaining: int
+) -> str:
+    unmerged = co.attempt("diff", "--name-only", "--diff-filter=U")[1].split()
+    how = (
+        f"conflict markers are in {', '.join(unmerged)}; fix them, 'git add' them"
+        if unmerged
+        else "git could not merge it (are the base blobs in this repository? "
+        "'git am --show-current-patch=diff' shows the patch); apply it by hand, "
+        "'git add' the files"
+    )
+    give_up = " && ".join(run.recovery())
+    return (
+        f"{info.name} does not apply cleanly ({', '.join(files)}); it is left "
+        f"in place on {run.branch}\n"
+        f"  {how}, then 'git am --continue'; 'kdl apply' again applies the "
+        f"{remaining} patch(es) after it\n"
+        f"  to give up instead: {give_up}"
+    )

@@ -1,0 +1,142 @@
+"""``kdl check``: how each patch of the series would apply, changing nothing.
+
+The patches are applied, one after the other, to a temporary index read
+from the base (``GIT_INDEX_FILE``): the user's index, HEAD, branches and
+work tree are never touched (git may add objects to the object store, as
+any ``git apply --3way`` does). Each patch is classified the way ``kdl
+apply`` (``git am -3``) would meet it:
+
+``clean``, ``offset`` (hunks found a few lines away), ``3-way`` (the context
+changed but a 3-way merge with the patch's recorded base blobs is clean),
+``already applied`` (the reverse applies), ``fuzz N`` (only ``git apply
+-C<3-N>`` places it: ``git am`` would stop there) or ``fails``.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kdl.gitmatch import PatchInfo
+from kdl.gitrepo import Checkout
+from kdl.series import Series
+
+#: States ``kdl apply`` gets through without help.
+APPLIES = ("clean", "offset", "3-way", "already applied")
+
+_OFFSET = re.compile(r"\(offset (-?\d+) lines?\)")
+_FAILED = re.compile(
+    r"(?:patch failed: (\S+):\d+|^error: (\S+): (?:does not exist in index|"
+    r"already exists in index|patch does not apply)|"
+    r"Applied patch to '(\S+)' with conflicts)",
+    re.MULTILINE,
+)
+
+
+@dataclass
+class CheckResult:
+    name: str
+    state: str
+    detail: str = ""
+    files: list[str] = field(default_factory=list)
+    in_the_way: list[str] = field(default_factory=list)
+
+    @property
+    def applies(self) -> bool:
+        return self.state in APPLIES and not self.in_the_way
+
+
+def default_base(co: Checkout) -> tuple[str, str]:
+    """The base to check against: a kdl branch's recorded base, else HEAD."""
+    branch = co.current_branch()
+    meta = co.meta(branch) if branch else None
+    if meta is not None:
+        return meta.base, f"the base of {branch}"
+    return co.head(), co.describe_head()
+
+
+def check_series(
+    llvm: Path, series: Series, base: str | None = None
+) -> tuple[str, list[CheckResult]]:
+    """Classify every patch; return (what was checked against, results)."""
+    with Checkout(llvm) as co:
+        if base is None:
+            base_sha, label = default_base(co)
+        else:
+            base_sha, label = co.rev(base), base
+        label = f"{co.short(base_sha)} ({label})"
+        infos = co.patch_infos(series)
+        results = []
+        with tempfile.TemporaryDirectory(prefix="kdl-check-") as tmp:
+            index = Path(tmp) / "index"
+            saved = Path(tmp) / "index.before"
+            env = {"GIT_INDEX_FILE": str(index)}
+            co.run("read-tree", base_sha, env=env)
+            for info in infos:
+                shutil.copyfile(index, saved)
+                result = _check_one(co, info, env, index, saved)
+                result.in_the_way = co.untracked_in_the_way(list(info.creates))
+                results.append(result)
+    return label, results
+
+
+def _check_one(
+    co: Checkout, info: PatchInfo, env: dict[str, str], index: Path, saved: Path
+) -> CheckResult:
+    patch = str(info.patch.path)
+
+    def attempt(*args: str) -> tuple[bool, str]:
+        status, _, err = co.attempt("apply", "--cached", *args, patch, env=env)
+        if status != 0:
+            shutil.copyfile(saved, index)
+        return status == 0, err
+
+    ok, err = attempt("-v")
+    if ok:
+        offsets = [abs(int(n)) for n in _OFFSET.findall(err)]
+        if offsets:
+            return CheckResult(
+                info.name, "offset", f"hunks moved by up to {max(offsets)} lines"
+            )
+        return CheckResult(info.name, "clean")
+    files = _failed_files(err) or info.patch.diff_files()
+    if attempt("--check", "-R")[0]:
+        return CheckResult(
+            info.name, "already applied", "the base has it (kdl apply makes no commit)"
+        )
+    ok, err3 = attempt("--3way")
+    if ok:
+        return CheckResult(
+            info.name,
+            "3-way",
+            f"context changed in {', '.join(files)}; merges cleanly",
+            files,
+        )
+    for context in (2, 1):
+        if attempt(f"-C{context}")[0]:
+            return CheckResult(
+                info.name,
+                f"fuzz {3 - context}",
+                f"only with {3 - context} context line(s) ignored in "
+                f"{', '.join(files)}: git am -3 stops here",
+                files,
+            )
+    conflicts = _failed_files(err3)
+    if conflicts:
+        detail = f"3-way merge conflicts in {', '.join(conflicts)}"
+    elif "lacks the necessary blob" in err3:
+        detail = (
+            f"does not apply to {', '.join(files)}, and the blobs for a 3-way "
+            "merge are not in this repository"
+        )
+    else:
+        detail = f"does not apply to {', '.join(files)}"
+    return CheckResult(info.name, "fails", detail, conflicts or files)
+
+
+def _failed_files(output: str) -> list[str]:
+    found = [next(g for g in m.groups() if g) for m in _FAILED.finditer(output)]
+    return list(dict.fromkeys(found))

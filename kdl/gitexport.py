@@ -1,0 +1,267 @@
+"""``kdl export``: rewrite patches/ from the commits of a kdl branch.
+
+The reverse of ``kdl apply``. Each commit after the branch's base becomes one
+patch, written by ``git format-patch`` with every setting that could vary
+between machines pinned (:data:`FORMAT_PATCH`): zero commit ids, no version
+signature, full blob ids, fixed diff options, regardless of the user's git
+config. A commit that is one of the series' patches keeps that patch's file
+name; patches/series keeps its comments and, per patch, the recorded base of
+every file still touched, lists newly touched files (``base PATH <branch
+base>`` for upstream files, ``new PATH`` otherwise) and drops the rest.
+Applying and exporting without edits reproduces patches/ byte for byte.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import git
+
+from kdl import proc
+from kdl.errors import GitError, WorkspaceError
+from kdl.gitmatch import Match, classify
+from kdl.gitrepo import DIFF_OPTS, Checkout
+from kdl.series import Series, load
+
+#: Settings git reads from config that would change format-patch's bytes.
+CONFIG_PINS = [
+    "diff.suppressBlankEmpty=false",
+    "format.mboxrd=false",
+    "i18n.logOutputEncoding=UTF-8",
+    "core.quotePath=true",
+]
+
+FORMAT_PATCH = [
+    "format-patch",
+    "--zero-commit",
+    "--no-signature",
+    "--no-to",
+    "--no-cc",
+    "--no-add-header",
+    "--no-thread",
+    "--no-cover-letter",
+    "--no-notes",
+    "--no-from",
+    "--no-base",
+    "--no-attach",
+    "--no-signoff",
+    "--encode-email-headers",
+    "--suffix=.patch",
+    "--filename-max-length=64",
+    "--start-number=1",
+    *DIFF_OPTS,
+]
+
+_SUBJECT = re.compile(
+    r"^Subject: \[(?P<prefix>[^\]]*?)(?: (?P<n>\d+)/\d+)?\]", re.MULTILINE
+)
+_DIFF = re.compile(rb"^diff --git a/\S+ b/(\S+)\n(new file mode )?", re.MULTILINE)
+
+
+@dataclass
+class _Block:
+    """A patch's lines in patches/series."""
+
+    lead: list[str] = field(default_factory=list)  # comments before it
+    line: str = ""
+    files: dict[str, str] = field(default_factory=dict)  # path -> raw line
+
+
+def format_patches(
+    co: Checkout, rev_range: str, prefix: str = "PATCH", numbered: bool = True
+) -> list[tuple[str, bytes]]:
+    """``git format-patch`` of *rev_range* in kdl's fixed form: (name, bytes)."""
+    with tempfile.TemporaryDirectory(prefix="kdl-export-") as tmp:
+        co.run(
+            *[a for pin in CONFIG_PINS for a in ("-c", pin)],
+            *FORMAT_PATCH,
+            f"--subject-prefix={prefix}",
+            "--numbered" if numbered else "--no-numbered",
+            "--output-directory",
+            tmp,
+            rev_range,
+        )
+        return [(p.name, p.read_bytes()) for p in sorted(Path(tmp).glob("*.patch"))]
+
+
+def export_series(llvm: Path, series_file: Path) -> int:
+    series = load(series_file)
+    with Checkout(llvm) as co:
+        co.refuse_in_progress()
+        branch, meta = co.kdl_branch()
+        base = co.effective_base(meta)
+        commits = co.commits(base, "HEAD")
+        if not commits:
+            raise WorkspaceError(
+                f"{branch} has no commits after its base {co.short(base)}: "
+                "nothing to export"
+            )
+        merges = [c.sha[:12] for c in commits if c.is_merge]
+        if merges:
+            raise WorkspaceError(
+                f"{branch} has merge commits ({', '.join(merges)}); "
+                "a patch series cannot hold them"
+            )
+        if co.tracked_changes():
+            print(f"note: uncommitted changes in {co.root} are not exported")
+        matches = classify(co.patch_infos(series), commits, meta.applied)
+        prefix, numbered = _subject_style(series, len(commits))
+        generated = format_patches(co, f"{base}..HEAD", prefix, numbered)
+        if len(generated) != len(commits):
+            raise GitError(
+                f"format-patch wrote {len(generated)} patches "
+                f"for {len(commits)} commits"
+            )
+        names = _names(matches, [name for name, _ in generated])
+        contents = [data for _, data in generated]
+        at_base = _tracked_at(co, base, contents)
+        new_text = _render(series, names, contents, base, at_base)
+    return _write(series, series_file.parent, names, contents, new_text)
+
+
+def _subject_style(series: Series, count: int) -> tuple[str, bool]:
+    """The subject prefix and numbering the existing patches use."""
+    if not series.patches:
+        return "PATCH", count > 1
+    m = _SUBJECT.search(series.patches[0].read().decode("utf-8", errors="replace"))
+    if m is None:
+        return "PATCH", count > 1
+    numbered = m.group("n") is not None or (len(series.patches) == 1 and count > 1)
+    return m.group("prefix"), numbered
+
+
+def _names(matches: list[Match], generated: list[str]) -> list[str]:
+    """Keep each matched patch's file name; new commits get git's name."""
+    names: list[str] = []
+    for match, gen in zip(matches, generated, strict=True):
+        name = match.patch.name if match.patch is not None else gen
+        names.append(gen if name in names else name)
+    return names
+
+
+def _tracked_at(co: Checkout, base: str, contents: list[bytes]) -> set[str]:
+    paths = sorted({m.group(1).decode() for c in contents for m in _DIFF.finditer(c)})
+    out = co.run("ls-tree", "-r", "--name-only", "-z", base, "--", *paths)
+    return {p for p in out.split("\0") if p}
+
+
+def _parse_series(text: str) -> tuple[list[str], dict[str, _Block], list[str]]:
+    """(header lines, blocks by patch name, trailing lines) of patches/series."""
+    header: list[str] = []
+    blocks: dict[str, _Block] = {}
+    pending: list[str] = []
+    current: _Block | None = None
+    for raw in text.splitlines():
+        line = raw.split("#", 1)[0].rstrip()
+        if not line.strip() or line.startswith("name:"):
+            (pending if current is not None or blocks else header).append(raw)
+            continue
+        if not line[0].isspace():
+            current = _Block(lead=pending, line=raw)
+            blocks[line.strip()] = current
+            pending = []
+        elif current is not None:
+            current.files[line.split()[1]] = raw
+    return header, blocks, pending
+
+
+def _render(
+    series: Series,
+    names: list[str],
+    contents: list[bytes],
+    base: str,
+    at_base: set[str],
+) -> str:
+    header, blocks, trailer = _parse_series(series.path.read_text())
+    indent = "    "
+    for block in blocks.values():
+        for raw in block.files.values():
+            indent = raw[: len(raw) - len(raw.lstrip())]
+            break
+    lines = list(header)
+    for name, text in zip(names, contents, strict=True):
+        block = blocks.get(name, _Block(line=name))
+        lines += block.lead
+        lines.append(block.line)
+        diff = {
+            m.group(1).decode(): m.group(2) is not None for m in _DIFF.finditer(text)
+        }
+        for path in [p for p in block.files if p in diff] + [
+            p for p in diff if p not in block.files
+        ]:
+            if path in block.files:
+                lines.append(block.files[path])
+            elif path in at_base and not diff[path]:
+                lines.append(f"{indent}base {path} {base}")
+            else:
+                lines.append(f"{indent}new  {path}")
+    lines += trailer
+    return "\n".join(lines) + "\n"
+
+
+def _write(
+    series: Series,
+    out_dir: Path,
+    names: list[str],
+    contents: list[bytes],
+    new_text: str,
+) -> int:
+    old = {p.name for p in series.patches}
+    removed = sorted(old - set(names))
+    changes = {out_dir / n: c for n, c in zip(names, contents, strict=True)}
+    changes[series.path] = new_text.encode()
+    touched = [p for p, c in changes.items() if not p.is_file() or p.read_bytes() != c]
+    _refuse_uncommitted(out_dir, touched + [out_dir / n for n in removed])
+    for name in names:
+        path = out_dir / name
+        state = (
+            "new" if name not in old else "updated" if path in touched else "unchanged"
+        )
+        print(f"  {name}: {state}")
+    for name in removed:
+        print(f"  {name}: removed (no longer on the branch)")
+    if proc.DRY_RUN:
+        for path in touched:
+            print(f"would write {path}")
+        for name in removed:
+            print(f"would remove {out_dir / name}")
+        return 0
+    for path in touched:
+        tmp = path.with_name(f".{path.name}.kdl-tmp")
+        tmp.write_bytes(changes[path])
+        os.replace(tmp, path)
+    for name in removed:
+        (out_dir / name).unlink()
+    load(series.path)  # what we wrote must read back
+    changed = len(touched) + len(removed)
+    print(
+        f"{series.path}: {len(names)} patches, {changed} file(s) changed"
+        + (" (git diff shows them)" if changed else "")
+    )
+    return 0
+
+
+def _refuse_uncommitted(out_dir: Path, paths: list[Path]) -> None:
+    """Refuse to overwrite uncommitted edits to patches/ (if it is in git)."""
+    if not paths:
+        return
+    try:
+        repo = git.Repo(out_dir, search_parent_directories=True)
+    except git.InvalidGitRepositoryError:
+        return
+    with repo:
+        if repo.working_tree_dir is None:
+            return
+        out = repo.git.status(
+            "--porcelain=v1", "-z", "--untracked-files=all", "--", *map(str, paths)
+        )
+    dirty = [e[3:] for e in out.split("\0") if e.strip()]
+    if dirty:
+        raise WorkspaceError(
+            f"uncommitted changes to {', '.join(dirty)} would be overwritten; "
+            "commit or stash them first"
+        )

@@ -1,0 +1,108 @@
+"""Which commits of a branch are the series' patches.
+
+A patch file and a commit are the same change when ``git patch-id
+--stable`` says so, or when ``kdl apply`` recorded that it made that commit
+from that file (git may lay a diff out differently once it is applied: at
+another base, or where the patch file was written with other settings).
+A commit that carries a patch's subject but neither id is that patch,
+edited (on the branch, or in patches/ since apply).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from kdl.series import Patch
+
+#: The ``[PATCH n/m]`` part only: ``[Object][Offload]`` tags are the subject's.
+_SUBJECT_PREFIX = re.compile(r"^\[[^\]]*\bPATCH\b[^\]]*\]\s*")
+
+
+def normalize_subject(subject: str) -> str:
+    """A subject without ``[PATCH n/m]`` and with whitespace collapsed."""
+    return _SUBJECT_PREFIX.sub("", " ".join(subject.split()))
+
+
+@dataclass(frozen=True)
+class PatchInfo:
+    """A patch of the series with what git says about it."""
+
+    patch: Patch
+    patch_id: str
+    subject: str
+    creates: tuple[str, ...]
+
+    @property
+    def name(self) -> str:
+        return self.patch.name
+
+
+@dataclass(frozen=True)
+class Commit:
+    sha: str
+    subject: str
+    patch_id: str | None  # None for a merge or an empty commit
+    is_merge: bool = False
+
+
+@dataclass(frozen=True)
+class Match:
+    """One commit after the base, and which patch of the series it is.
+
+    ``state`` is ``applied`` (the patch file's patch-id, or the commit kdl
+    apply made from that very file), ``stale`` (kdl applied it, and the patch
+    file changed since), ``edited`` (it carries a patch's subject but was
+    changed on the branch and not exported) or ``foreign`` (not the series').
+    """
+
+    commit: Commit
+    state: str
+    patch: PatchInfo | None
+
+    @property
+    def ours(self) -> bool:
+        return self.state != "foreign"
+
+
+@dataclass(frozen=True)
+class BranchMeta:
+    """What ``kdl apply`` recorded about a branch it made."""
+
+    branch: str
+    base: str
+    base_ref: str | None
+    series: str
+    #: (patch-id of the file, patch-id of the commit apply made from it):
+    #: git may lay a diff out differently from the patch file once it is
+    #: applied (another base, another diff heuristic), so the pair is kept.
+    applied: tuple[tuple[str, str], ...]
+
+
+def classify(
+    infos: list[PatchInfo],
+    commits: list[Commit],
+    applied: tuple[tuple[str, str], ...] = (),
+) -> list[Match]:
+    """Match each commit to at most one patch, by patch-id, then by subject."""
+    by_id = {i.patch_id: i for i in infos}
+    by_subject = {i.subject: i for i in infos}
+    made = {commit_id for _, commit_id in applied}
+    taken: set[str] = set()
+    matches: list[Match] = []
+    for c in commits:
+        pid = c.patch_id or ""
+        info = by_id.get(pid) or next(
+            (i for i in infos if (i.patch_id, pid) in applied), None
+        )
+        if pid and info is not None and info.name not in taken and not c.is_merge:
+            state = "applied"
+        else:
+            info = by_subject.get(c.subject)
+            if info is None or info.name in taken or c.is_merge:
+                matches.append(Match(c, "foreign", None))
+                continue
+            state = "stale" if pid in made else "edited"
+        taken.add(info.name)
+        matches.append(Match(c, state, info))
+    return matches

@@ -1,0 +1,387 @@
+"""An llvm-project checkout and what kdl may do to it.
+
+:class:`Checkout` wraps a GitPython ``git.Repo`` with the checks every
+mutating ``kdl`` command makes before it touches the user's tree (no
+operation in progress, no uncommitted changes to tracked files, no commits
+that only a detached HEAD holds), the per-branch metadata ``kdl apply``
+records in ``git config`` (``branch.<name>.kdlBase`` and friends), and the
+patch-id bookkeeping that tells which commits of a branch are the series'.
+
+Every diff kdl compares or writes uses :data:`DIFF_OPTS`, so a user's
+``diff.*`` settings can change neither a patch-id nor an exported patch.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import git
+
+from kdl.errors import GitError, WorkspaceError
+from kdl.gitmatch import BranchMeta, Commit, PatchInfo, normalize_subject
+from kdl.series import Series
+
+#: What makes a directory an llvm-project checkout for kdl.
+LLVM_MARKERS = ("llvm", "offload", "llvm/include/llvm/Object/OffloadBinary.h")
+
+#: Fixed diff settings for patch-ids and exported patches.
+DIFF_OPTS = [
+    "--no-ext-diff",
+    "--no-textconv",
+    "--no-color",
+    "--no-relative",
+    "--no-renames",
+    "--diff-algorithm=myers",
+    "--unified=3",
+    "--inter-hunk-context=0",
+    "--indent-heuristic",
+    "-O/dev/null",
+    "--src-prefix=a/",
+    "--dst-prefix=b/",
+    "--full-index",
+    "--binary",
+]
+
+_NEW_FILE = re.compile(rb"^diff --git a/\S+ b/(\S+)\n(?:new file mode )", re.MULTILINE)
+#: Operations that leave state in the git dir, and how to get out of them.
+_IN_PROGRESS = [
+    ("rebase-apply/applying", "a 'git am'", "git am --continue", "git am --abort"),
+    ("rebase-apply", "a rebase", "git rebase --continue", "git rebase --abort"),
+    ("rebase-merge", "a rebase", "git rebase --continue", "git rebase --abort"),
+    ("MERGE_HEAD", "a merge", "git commit", "git merge --abort"),
+    (
+        "CHERRY_PICK_HEAD",
+        "a cherry-pick",
+        "git cherry-pick --continue",
+        "git cherry-pick --abort",
+    ),
+    ("REVERT_HEAD", "a revert", "git revert --continue", "git revert --abort"),
+    (
+        "sequencer",
+        "a cherry-pick or revert",
+        "git cherry-pick --continue",
+        "git cherry-pick --abort",
+    ),
+    ("BISECT_LOG", "a bisect", "git bisect good/bad", "git bisect reset"),
+]
+
+
+class Interrupted(WorkspaceError):  # noqa: N818 (reads as "error: interrupted")
+    """Ctrl-C: the message says what state the checkout was left in."""
+
+    exit_code = 130
+
+
+class Checkout:
+    """An llvm-project work tree opened with GitPython."""
+
+    def __init__(self, path: Path, *, require_llvm: bool = True) -> None:
+        where = str(path)
+        if not path.is_dir():
+            raise WorkspaceError(f"{where}: no such directory")
+        try:
+            self.repo = git.Repo(path, search_parent_directories=True)
+        except (git.InvalidGitRepositoryError, git.NoSuchPathError) as exc:
+            raise WorkspaceError(f"{where}: not a git checkout") from exc
+        if self.repo.bare or self.repo.working_tree_dir is None:
+            self.repo.close()
+            raise WorkspaceError(f"{where}: a bare repository has no work tree")
+        self.root = Path(self.repo.working_tree_dir)
+        self.git_dir = Path(self.repo.git_dir)
+        self.git = self.repo.git
+        if require_llvm:
+            missing = [m for m in LLVM_MARKERS if not (self.root / m).exists()]
+            if missing:
+                self.repo.close()
+                raise WorkspaceError(
+                    f"{self.root}: not an llvm-project checkout "
+                    f"(no {', '.join(missing)})"
+                )
+
+    def __enter__(self) -> Checkout:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.repo.close()
+
+    # --- running git ----------------------------------------------------------
+    def run(self, *args: str, **kwargs: Any) -> str:
+        """``git ARGS`` in the work tree; a failure becomes a GitError."""
+        try:
+            out: str = self.git.execute(["git", *args], **kwargs)
+        except git.GitCommandError as exc:
+            detail = _last_line(exc.stderr) or _last_line(exc.stdout)
+            raise GitError(f"{self.root}: git {args[0]} failed: {detail}") from exc
+        return out
+
+    def attempt(self, *args: str, **kwargs: Any) -> tuple[int, str, str]:
+        """``git ARGS`` returning (status, stdout, stderr), never raising."""
+        status, out, err = self.git.execute(
+            ["git", *args], with_extended_output=True, with_exceptions=False, **kwargs
+        )
+        return int(status), str(out), str(err)
+
+    def run_with_input(self, args: list[str], data: bytes) -> str:
+        """``git ARGS`` with *data* on stdin (GitPython wants a real file)."""
+        with tempfile.TemporaryFile() as f:
+            f.write(data)
+            f.seek(0)
+            return self.run(*args, istream=f)
+
+    # --- refs -------------------------------------------------------------------
+    def rev(self, rev: str) -> str:
+        """The full commit id of *rev*."""
+        status, out, _ = self.attempt(
+            "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"
+        )
+        if status != 0:
+            raise WorkspaceError(f"{self.root}: unknown revision '{rev}'")
+        return out.strip()
+
+    def head(self) -> str:
+        return self.rev("HEAD")
+
+    def current_branch(self) -> str | None:
+        status, out, _ = self.attempt("symbolic-ref", "--quiet", "--short", "HEAD")
+        return out.strip() if status == 0 else None
+
+    def branch_exists(self, name: str) -> bool:
+        status, _, _ = self.attempt(
+            "show-ref", "--verify", "--quiet", f"refs/heads/{name}"
+        )
+        return status == 0
+
+    def check_branch_name(self, name: str) -> None:
+        status, _, _ = self.attempt("check-ref-format", "--branch", name)
+        if status != 0:
+            raise WorkspaceError(f"'{name}' is not a valid branch name")
+
+    def short(self, sha: str) -> str:
+        return sha[:12]
+
+    def describe_head(self) -> str:
+        """``main at 0123456789ab`` or ``detached HEAD at 0123456789ab``."""
+        branch = self.current_branch()
+        where = branch if branch else "detached HEAD"
+        return f"{where} at {self.short(self.head())}"
+
+    # --- safety checks ------------------------------------------------------------
+    def in_progress(self) -> tuple[str, str, str] | None:
+        """(what, continue command, abort command) of an unfinished operation."""
+        for marker, what, cont, abort in _IN_PROGRESS:
+            if (self.git_dir / marker).exists():
+                return what, cont, abort
+        return None
+
+    def refuse_in_progress(self) -> None:
+        state = self.in_progress()
+        if state:
+            what, cont, abort = state
+            raise GitError(
+                f"{self.root}: {what} is in progress; finish it ('{cont}') "
+                f"or drop it ('{abort}') first"
+            )
+        if (self.git_dir / "index.lock").exists():
+            raise GitError(
+                f"{self.root}: {self.git_dir / 'index.lock'} exists: another git "
+                "process is running (or crashed: remove the file if none is)"
+            )
+
+    def tracked_changes(self) -> list[str]:
+        """Tracked files that differ from HEAD (staged or not).
+
+        Untracked files are not scanned (``-uno``): on a 150,000-file tree
+        that scan costs more than everything else kdl does.
+        """
+        out = self.run(
+            "status",
+            "--porcelain=v1",
+            "-z",
+            "--untracked-files=no",
+            strip_newline_in_stdout=False,
+        )
+        entries = iter(out.split("\0"))
+        paths = []
+        for entry in entries:
+            if len(entry) > 3:
+                paths.append(entry[3:])
+                if entry[0] in "RC":
+                    next(entries, None)  # the rename's source path
+        return paths
+
+    def refuse_dirty(self, action: str) -> None:
+        names = self.tracked_changes()
+        if names:
+            shown = ", ".join(names[:5]) + (
+                f" and {len(names) - 5} more" if len(names) > 5 else ""
+            )
+            raise GitError(
+                f"{self.root}: uncommitted changes to tracked files ({shown}); "
+                f"commit or stash them ('git stash') before {action}"
+            )
+
+    def refuse_lost_detached_head(self) -> None:
+        """Refuse a detached HEAD whose commits no branch, tag or remote holds."""
+        if self.current_branch() is not None:
+            return
+        status, out, _ = self.attempt(
+            "rev-list", "-n", "1", "HEAD", "--not", "--branches", "--tags", "--remotes"
+        )
+        if status == 0 and out.strip():
+            raise GitError(
+                f"{self.root}: HEAD is detached at {self.short(self.head())} with "
+                "commits that no branch holds; keep them first ('git branch NAME')"
+            )
+
+    def untracked_in_the_way(self, paths: list[str]) -> list[str]:
+        """Of *paths*, those in the work tree that git does not track.
+
+        Only the given paths are looked at: no scan of the whole tree.
+        """
+        present = [p for p in paths if os.path.lexists(self.root / p)]
+        if not present:
+            return []
+        tracked = set(self.run("ls-files", "-z", "--", *present).split("\0"))
+        return [p for p in present if p not in tracked]
+
+    # --- branch metadata ------------------------------------------------------------
+    def kdl_branch(self) -> tuple[str, BranchMeta]:
+        """The current branch and its metadata; it must be one kdl apply made."""
+        branch = self.current_branch()
+        meta = self.meta(branch) if branch else None
+        if branch is None or meta is None:
+            raise WorkspaceError(
+                f"{self.root}: HEAD is {self.describe_head()}, "
+                "not a branch made by kdl apply"
+            )
+        return branch, meta
+
+    def meta(self, branch: str) -> BranchMeta | None:
+        """What ``kdl apply`` recorded for *branch*, or None."""
+        prefix = f"branch.{branch}."
+        values: dict[str, list[str]] = {}
+        for entry in self.run("config", "--local", "--list", "-z").split("\0"):
+            key, _, value = entry.partition("\n")
+            name = key[len(prefix) :] if key.startswith(prefix) else ""
+            if name.startswith("kdl") and "." not in name:
+                values.setdefault(name, []).append(value)
+        if "kdlbase" not in values:
+            return None
+        return BranchMeta(
+            branch=branch,
+            base=values["kdlbase"][-1],
+            base_ref=values["kdlbaseref"][-1] if "kdlbaseref" in values else None,
+            series=(values.get("kdlseries") or [""])[-1],
+            applied=tuple(
+                (pair[0], pair[-1])
+                for pair in (v.split() for v in values.get("kdlapplied", []))
+                if pair
+            ),
+        )
+
+    def write_meta(
+        self, branch: str, base: str, base_ref: str | None, series: str
+    ) -> None:
+        prefix = f"branch.{branch}"
+        self.run("config", "--local", f"{prefix}.kdlBase", base)
+        self.run("config", "--local", f"{prefix}.kdlSeries", series)
+        if base_ref:
+            self.run("config", "--local", f"{prefix}.kdlBaseRef", base_ref)
+
+    def add_applied(self, branch: str, file_id: str, commit_id: str) -> None:
+        self.run(
+            "config",
+            "--local",
+            "--add",
+            f"branch.{branch}.kdlApplied",
+            f"{file_id} {commit_id}",
+        )
+
+    def clear_applied(self, branch: str) -> None:
+        self.attempt("config", "--local", "--unset-all", f"branch.{branch}.kdlApplied")
+
+    def effective_base(self, meta: BranchMeta) -> str:
+        """The branch's base: as recorded, or newer if it was rebased since.
+
+        A branch rebased onto a newer commit of its base ref (``git rebase
+        main``) now forks from ``merge-base(branch, ref)``; that is its base.
+        """
+        if not meta.base_ref:
+            return meta.base
+        status, out, _ = self.attempt("merge-base", meta.branch, meta.base_ref)
+        fork = out.strip()
+        if status != 0 or fork in (meta.base, self.rev(meta.branch)):
+            return meta.base
+        status, _, _ = self.attempt("merge-base", "--is-ancestor", meta.base, fork)
+        return fork if status == 0 else meta.base
+
+    # --- commits and patch-ids ------------------------------------------------------
+    def commits(self, base: str, tip: str) -> list[Commit]:
+        """The commits in base..tip, oldest first, with their patch-ids."""
+        listing = self.run(
+            "log", "--reverse", "--format=%H%x00%P%x00%s", f"{base}..{tip}"
+        )
+        rows = [line.split("\0") for line in listing.splitlines() if line]
+        if not rows:
+            return []
+        diffs = self.git.execute(
+            [
+                "git",
+                "log",
+                "-p",
+                "--reverse",
+                "--format=commit %H",
+                *DIFF_OPTS,
+                f"{base}..{tip}",
+            ],
+            stdout_as_string=False,
+            strip_newline_in_stdout=False,
+        )
+        ids: dict[str, str] = {}
+        for line in self.run_with_input(["patch-id", "--stable"], diffs).splitlines():
+            pid, _, sha = line.partition(" ")
+            ids[sha] = pid
+        return [
+            Commit(
+                sha, normalize_subject(subject), ids.get(sha), len(parents.split()) > 1
+            )
+            for sha, parents, subject in rows
+        ]
+
+    def patch_id_of(self, data: bytes) -> str:
+        out = self.run_with_input(["patch-id", "--stable"], data)
+        return out.split(" ", 1)[0] if out else ""
+
+    def patch_infos(self, series: Series) -> list[PatchInfo]:
+        infos = []
+        for patch in series.patches:
+            data = patch.read()
+            creates = tuple(m.group(1).decode() for m in _NEW_FILE.finditer(data))
+            infos.append(
+                PatchInfo(
+                    patch,
+                    self.patch_id_of(data),
+                    normalize_subject(patch.subject),
+                    creates,
+                )
+            )
+        return infos
+
+
+def _last_line(text: object) -> str:
+    if isinstance(text, bytes):
+        text = text.decode(errors="replace")
+    lines = [ln.strip() for ln in str(text or "").splitlines() if ln.strip()]
+    # GitPython quotes the stream: "  stderr: 'fatal: ...'"
+    last = lines[-1] if lines else ""
+    return last.removeprefix("stderr: ").removeprefix("stdout: ").strip("'")

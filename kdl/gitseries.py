@@ -1,0 +1,236 @@
+"""The series on an llvm-project checkout: apply, check, status, revert, export.
+
+The handlers of ``kdl apply|check|status|revert|export``. The work is done
+in :mod:`kdl.gitapply` (apply, undone by :mod:`kdl.gitundo`),
+:mod:`kdl.gitcheck` (check) and :mod:`kdl.gitexport` (export), on top of
+:mod:`kdl.gitrepo` (the checkout and its safety checks) and
+:mod:`kdl.gitmatch` (which commits are the series'). Status and revert live
+here.
+
+``--series FILE`` (default patches/series) picks another series; export
+writes next to it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from kdl import paths, proc
+from kdl.errors import GitError
+from kdl.gitmatch import BranchMeta, Commit, Match, PatchInfo, classify
+from kdl.gitrepo import Checkout
+from kdl.series import Series, load
+
+_STATE_NOTE = {
+    "applied": "",
+    "stale": "patches/ changed since: 'kdl revert' + 'kdl apply' takes it",
+    "edited": "edited on the branch: 'kdl export' writes it to patches/",
+    "missing": "",
+}
+
+
+def _series(args: argparse.Namespace) -> Series:
+    series_file: Path | None = getattr(args, "series", None)
+    return load(series_file or paths.SERIES)
+
+
+def cmd_apply(args: argparse.Namespace) -> int:
+    from kdl.gitapply import apply_series
+
+    return apply_series(
+        args.llvm,
+        _series(args),
+        branch=args.branch,
+        base=args.base,
+        keep_conflicts=args.keep_conflicts,
+    )
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from kdl.gitcheck import check_series
+
+    series = _series(args)
+    label, results = check_series(args.llvm, series, args.base)
+    print(f"checking {len(results)} patches of '{series.name}' against {label}")
+    for patch, r in zip(series.patches, results, strict=True):
+        what = "applies cleanly" if r.state == "clean" else f"{r.state}: {r.detail}"
+        print(f"  {r.name}: {what}")
+        if r.in_the_way:
+            listed = ", ".join(r.in_the_way)
+            print(f"    would overwrite untracked {listed} (kdl apply refuses)")
+        if r.state == "fails":
+            recorded = {f.path: f.commit for f in patch.files}
+            for path in r.files:
+                if recorded.get(path):
+                    print(
+                        f"    {path}: made against llvm/llvm-project {recorded[path]}"
+                    )
+            print("    (the patches after it are checked without it)")
+    ok = sum(r.applies for r in results)
+    print(
+        f"check: {ok} of {len(results)} patches apply with kdl apply; "
+        "the checkout was not changed"
+    )
+    return 0 if ok == len(results) else 1
+
+
+# --- status ---------------------------------------------------------------------
+
+
+def series_status(llvm: Path, series: Series) -> dict[str, Any]:
+    """Which patches are on the current branch, and where it stands."""
+    with Checkout(llvm) as co:
+        branch = co.current_branch()
+        meta = co.meta(branch) if branch else None
+        infos = co.patch_infos(series)
+        doc: dict[str, Any] = {
+            "checkout": str(co.root),
+            "branch": branch,
+            "head": co.head(),
+            "series": series.name,
+            "kdl_branch": meta is not None,
+        }
+        if meta is not None:
+            base = co.effective_base(meta)
+            commits = co.commits(base, "HEAD")
+            matches = classify(infos, commits, meta.applied)
+            doc["base"] = {"commit": base, "recorded": meta.base, "ref": meta.base_ref}
+            doc["ahead"] = len(commits)
+            doc["behind"] = _behind(co, meta)
+        else:
+            matches = _recent_matches(co, infos)
+            doc["base"] = None
+            doc["ahead"] = doc["behind"] = None
+    by_patch = {m.patch.name: m for m in matches if m.patch is not None}
+    doc["patches"] = [
+        {
+            "name": i.name,
+            "subject": i.subject,
+            "state": by_patch[i.name].state if i.name in by_patch else "missing",
+            "commit": by_patch[i.name].commit.sha if i.name in by_patch else None,
+        }
+        for i in infos
+    ]
+    doc["other_commits"] = [
+        {"commit": m.commit.sha, "subject": m.commit.subject}
+        for m in matches
+        if not m.ours
+    ]
+    return doc
+
+
+def _behind(co: Checkout, meta: BranchMeta) -> int | None:
+    """How many commits the base ref has gained that the branch lacks."""
+    if not meta.base_ref:
+        return None
+    status, out, _ = co.attempt(
+        "rev-list", "--count", f"{meta.branch}..{meta.base_ref}"
+    )
+    return int(out) if status == 0 else None
+
+
+def _recent_matches(
+    co: Checkout, infos: list[PatchInfo], depth: int = 100
+) -> list[Match]:
+    """On a branch kdl did not make: the series' commits among the last *depth*."""
+    subjects = {i.subject for i in infos}
+    rows = co.run("log", f"-n{depth + len(infos)}", "--format=%H%x00%s").splitlines()
+    hits = [row.split("\0") for row in rows if row.split("\0")[1] in subjects]
+    commits: list[Commit] = []
+    for sha, _ in reversed(hits):
+        commits += co.commits(f"{sha}^", sha)
+    return [m for m in classify(infos, commits) if m.ours]
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    doc = series_status(args.llvm, _series(args))
+    if args.json:
+        print(json.dumps(doc, indent=2))
+        return 0
+    where = doc["branch"] or f"detached HEAD {doc['head'][:12]}"
+    if doc["kdl_branch"]:
+        base = doc["base"]
+        ref = base["ref"]
+        rebased = " (rebased since apply)" if base["commit"] != base["recorded"] else ""
+        behind = f", {doc['behind']} behind {ref}" if doc["behind"] is not None else ""
+        ahead = f"{doc['ahead']} commit(s) ahead"
+        print(f"{where}: base {base['commit'][:12]}{rebased}, {ahead}{behind}")
+    else:
+        print(
+            f"{where}: not a branch made by kdl apply (series commits found by subject)"
+        )
+    for p in doc["patches"]:
+        commit = (p["commit"] or "")[:12]
+        note = _STATE_NOTE[p["state"]]
+        print(
+            f"  {p['state']:<8} {p['name']}  {commit}" + (f"  ({note})" if note else "")
+        )
+    for c in doc["other_commits"]:
+        print(f"  other    {c['commit'][:12]} {c['subject']}")
+    counts = {s: sum(p["state"] == s for p in doc["patches"]) for s in _STATE_NOTE}
+    print("status: " + ", ".join(f"{n} {s}" for s, n in counts.items() if n))
+    return 0
+
+
+# --- revert ---------------------------------------------------------------------
+
+
+def revert_series(llvm: Path, series: Series, force: bool = False) -> int:
+    """Reset the current kdl branch to its base, dropping only our commits."""
+    with Checkout(llvm) as co:
+        co.refuse_in_progress()
+        co.refuse_dirty("reverting")
+        branch, meta = co.kdl_branch()
+        base = co.effective_base(meta)
+        matches = classify(
+            co.patch_infos(series), co.commits(base, "HEAD"), meta.applied
+        )
+        if not matches:
+            print(f"{branch}: nothing to revert, it is at its base {co.short(base)}")
+            return 0
+        keep = [m for m in matches if m.state in ("foreign", "edited")]
+        if keep and not force:
+            listed = "; ".join(
+                f"{m.commit.sha[:12]} {m.commit.subject}" for m in keep[:3]
+            )
+            if any(not m.ours for m in keep):
+                why = "commits that are not the series'"
+                export = "adds them to the series"
+            else:
+                why, export = "edits not exported", "writes them to patches/"
+            raise GitError(
+                f"{branch} has {why} ({listed}); 'kdl export' {export}, "
+                "'kdl revert --force' drops them"
+            )
+        if proc.DRY_RUN:
+            print(f"would run: git reset --keep {base} (in {co.root}, on {branch})")
+            return 0
+        old = co.head()
+        co.run("reset", "--quiet", "--keep", base)
+        co.clear_applied(branch)
+        if base != meta.base:
+            co.write_meta(branch, base, meta.base_ref, meta.series)
+        for m in matches:
+            what = (
+                m.patch.name if m.patch else f"{m.commit.subject} (not in the series)"
+            )
+            print(f"  dropped {m.commit.sha[:12]} {what}")
+        print(
+            f"{branch} is back at its base {co.short(base)} (it was at "
+            f"{co.short(old)}; 'git reset --keep {co.short(old)}' undoes this)"
+        )
+    return 0
+
+
+def cmd_revert(args: argparse.Namespace) -> int:
+    return revert_series(args.llvm, _series(args), force=args.force)
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from kdl.gitexport import export_series
+
+    series_file: Path = getattr(args, "series", None) or paths.SERIES
+    return export_series(args.llvm, series_file)

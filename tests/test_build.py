@@ -1,0 +1,341 @@
+"""kdl build: exact command lines, and real cmake + ninja on a fake llvm-project."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+import kdl
+from kdl import build, proc
+from kdl.cli import main
+from tests.llvm_tree import git, isolated_git  # noqa: F401  (autouse fixture)
+
+FAKE = Path(__file__).parent / "data" / "fake-llvm-project"
+TARGETS = ["llvm-offload-binary", "clang-offload-packager", "ObjectTests", "runtimes"]
+
+needs_tools = pytest.mark.skipif(
+    not (shutil.which("cmake") and shutil.which("ninja") and shutil.which("cc")),
+    reason="needs cmake, ninja and a C compiler",
+)
+
+
+def make_fake_llvm(root: Path) -> Path:
+    """A git checkout of the fake llvm-project, tagged like upstream."""
+    shutil.copytree(FAKE, root)
+    git(root, "init", "--quiet")
+    git(root, "add", "-A")
+    git(root, "commit", "--quiet", "-m", "fake llvm-project")
+    git(root, "tag", "llvmorg-22-init")
+    (root / "README.md").write_text("one more commit after the tag\n")
+    git(root, "add", "-A")
+    git(root, "commit", "--quiet", "-m", "after the tag")
+    return root
+
+
+@pytest.fixture
+def fake_llvm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("FAKE_PYTHON", sys.executable)
+    monkeypatch.delenv("FAKE_LAYOUT", raising=False)
+    return make_fake_llvm(tmp_path / "llvm-project")
+
+
+def expected_cmake(llvm: Path, build_dir: Path, launcher: list[str]) -> list[str]:
+    return [
+        "cmake", "-G", "Ninja", "-S", f"{llvm}/llvm", "-B", str(build_dir),
+        "-DCMAKE_BUILD_TYPE=Release",
+        "-DLLVM_ENABLE_ASSERTIONS=ON",
+        "-DLLVM_ENABLE_PROJECTS=clang",
+        "-DLLVM_ENABLE_RUNTIMES=openmp;offload",
+        "-DLLVM_TARGETS_TO_BUILD=host;NVPTX;AMDGPU",
+        *launcher,
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("found", "launcher"),
+    [
+        (
+            {"ccache": "/usr/bin/ccache", "sccache": "/usr/bin/sccache"},
+            ["-DLLVM_CCACHE_BUILD=ON"],
+        ),
+        (
+            {"sccache": "/opt/bin/sccache"},
+            [
+                "-DCMAKE_C_COMPILER_LAUNCHER=/opt/bin/sccache",
+                "-DCMAKE_CXX_COMPILER_LAUNCHER=/opt/bin/sccache",
+            ],
+        ),
+        ({}, []),
+    ],
+)
+def test_configure_command_line(
+    monkeypatch: pytest.MonkeyPatch, found: dict[str, str], launcher: list[str]
+) -> None:
+    monkeypatch.setattr(
+        proc, "which", lambda name, *dirs: Path(found[name]) if name in found else None
+    )
+    llvm, build_dir = Path("/src/llvm-project"), Path("/b/llvm")
+    assert build.configure_argv(llvm, build_dir) == expected_cmake(
+        llvm, build_dir, launcher
+    )
+
+
+def test_dry_run_prints_the_exact_commands(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(proc, "which", lambda name, *dirs: None)
+    llvm = tmp_path / "llvm-project"
+    (llvm / "llvm").mkdir(parents=True)
+    (llvm / "llvm/CMakeLists.txt").write_text("")
+    build_dir = tmp_path / "build"
+    status = main(
+        [
+            "--dry-run",
+            "build",
+            "--llvm",
+            str(llvm),
+            "--build-dir",
+            str(build_dir),
+            "-j",
+            "2",
+        ]
+    )
+    out = capsys.readouterr().out
+    assert status == 0
+    assert f"would run: {proc.quote(expected_cmake(llvm, build_dir, []))}\n" in out
+    assert f"would run: ninja -C {build_dir} -j 2 {' '.join(TARGETS)}\n" in out
+    assert not build_dir.exists()
+
+
+LEGACY = ["llvm-offload-binary", "clang-offload-packager", "ObjectTests", "omp"]
+
+
+@pytest.mark.parametrize(
+    ("available", "targets", "missing"),
+    [
+        ({*TARGETS, "check-offload", "omp"}, TARGETS, []),
+        ({*LEGACY, "omptarget"}, [*LEGACY, "omptarget"], []),
+        (
+            {"llvm-offload-binary", "runtimes"},
+            ["llvm-offload-binary", "runtimes"],
+            ["clang-offload-packager", "ObjectTests"],
+        ),
+        (
+            {"ObjectTests"},
+            ["ObjectTests"],
+            ["llvm-offload-binary", "clang-offload-packager", "the offload runtime"],
+        ),
+    ],
+)
+def test_choose_targets(
+    available: set[str], targets: list[str], missing: list[str]
+) -> None:
+    chosen, lacking = build.choose_targets(available)
+    assert chosen == targets
+    assert sorted(m.split(" (")[0] for m in lacking) == sorted(missing)
+
+
+def test_cache_disagreements() -> None:
+    ours = {k: v for k, v in build.CONFIG.items()}
+    assert build.cache_disagreements(ours) == []
+    assert (
+        build.cache_disagreements(
+            {
+                **ours,
+                "LLVM_ENABLE_PROJECTS": "clang;lld",
+                "LLVM_TARGETS_TO_BUILD": "all",
+            }
+        )
+        == []
+    )
+    notes = build.cache_disagreements(
+        {**ours, "CMAKE_BUILD_TYPE": "Debug", "LLVM_ENABLE_ASSERTIONS": "OFF",
+         "LLVM_ENABLE_RUNTIMES": "openmp", "LLVM_TARGETS_TO_BUILD": "X86;NVPTX"}
+    )  # fmt: skip
+    assert notes == [
+        "CMAKE_BUILD_TYPE is 'Debug' (kdl uses Release)",
+        "LLVM_ENABLE_ASSERTIONS is off (kdl uses ON)",
+        "LLVM_ENABLE_RUNTIMES lacks offload (it is 'openmp')",
+        "LLVM_TARGETS_TO_BUILD lacks AMDGPU (it is 'X86;NVPTX')",
+    ]
+
+
+@needs_tools
+def test_build_configures_once_and_builds_only_the_series_targets(
+    capfd: pytest.CaptureFixture[str], fake_llvm: Path, tmp_path: Path
+) -> None:
+    build_dir = tmp_path / "build"
+    status = main(
+        ["build", "--llvm", str(fake_llvm), "--build-dir", str(build_dir), "-j", "2"]
+    )
+    out, err = capfd.readouterr()
+    assert status == 0, err
+    assert "-- Configuring done" in out
+    assert f"configured and built {', '.join(TARGETS)} in {build_dir} in " in out
+    assert (build_dir / "bin/llvm-offload-binary").is_file()
+    packager = build_dir / "bin/clang-offload-packager"
+    assert packager.is_symlink() and packager.readlink() == Path("llvm-offload-binary")
+    assert f"  {packager} -> llvm-offload-binary (symlink)" in out
+    assert (build_dir / "unittests/Object/ObjectTests").is_file()
+    assert (build_dir / "runtimes.stamp").is_file()
+    assert not (build_dir / "everything-else.stamp").exists()
+    cache = build.read_cache(build_dir)
+    assert {k: cache[k] for k in build.CONFIG} == build.CONFIG
+    # Again: no configure step, nothing compiled (only the always-run
+    # runtimes custom target, like upstream's external-project runtimes).
+    status = main(["build", "--llvm", str(fake_llvm), "--build-dir", str(build_dir)])
+    out, _ = capfd.readouterr()
+    assert status == 0
+    assert "-- Configuring" not in out
+    assert "Building C object" not in out and "Linking" not in out
+    assert "[1/1]" in out
+    assert "built (existing configuration)" in out
+
+
+@needs_tools
+def test_build_with_the_legacy_layout(
+    capfd: pytest.CaptureFixture[str],
+    fake_llvm: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("FAKE_LAYOUT", "legacy")
+    build_dir = tmp_path / "build"
+    assert (
+        main(
+            [
+                "build",
+                "--llvm",
+                str(fake_llvm),
+                "--build-dir",
+                str(build_dir),
+                "-j",
+                "1",
+            ]
+        )
+        == 0
+    )
+    out, _ = capfd.readouterr()
+    assert f"built {', '.join(LEGACY)}, omptarget in" in out
+    packager = build_dir / "bin/clang-offload-packager"
+    assert packager.is_file() and not packager.is_symlink()
+    assert (build_dir / "omp.stamp").is_file() and (
+        build_dir / "omptarget.stamp"
+    ).is_file()
+
+
+@needs_tools
+def test_existing_cache_is_respected(
+    capfd: pytest.CaptureFixture[str], fake_llvm: Path, tmp_path: Path
+) -> None:
+    build_dir = tmp_path / "build"
+    cmake = [
+        "cmake",
+        "-G",
+        "Ninja",
+        "-S",
+        str(fake_llvm / "llvm"),
+        "-B",
+        str(build_dir),
+    ]
+    settings = ["BUILD_TYPE=Debug", "ENABLE_RUNTIMES=openmp", "ENABLE_PROJECTS=clang"]
+    cmake += [f"-D{'CMAKE' if s.startswith('BUILD') else 'LLVM'}_{s}" for s in settings]
+    subprocess.run(cmake, check=True, capture_output=True)
+    capfd.readouterr()
+    assert (
+        main(
+            [
+                "build",
+                "--llvm",
+                str(fake_llvm),
+                "--build-dir",
+                str(build_dir),
+                "-j",
+                "1",
+            ]
+        )
+        == 0
+    )
+    out, _ = capfd.readouterr()
+    assert (
+        f"note: existing cache in {build_dir}: CMAKE_BUILD_TYPE is 'Debug' "
+        "(kdl uses Release); not reconfigured" in out
+    )
+    assert (
+        "LLVM_ENABLE_RUNTIMES lacks offload (it is 'openmp'); not reconfigured" in out
+    )
+    assert "-- Configuring" not in out
+    assert build.read_cache(build_dir)["CMAKE_BUILD_TYPE"] == "Debug"
+    assert "built (existing configuration)" in out
+
+
+@needs_tools
+def test_cache_of_another_tree_or_generator_is_refused(
+    capfd: pytest.CaptureFixture[str], fake_llvm: Path, tmp_path: Path
+) -> None:
+    other = make_fake_llvm(tmp_path / "other")
+    build_dir = tmp_path / "build"
+    subprocess.run(
+        ["cmake", "-G", "Ninja", "-S", str(other / "llvm"), "-B", str(build_dir)],
+        check=True,
+        capture_output=True,
+    )
+    assert main(["build", "--llvm", str(fake_llvm), "--build-dir", str(build_dir)]) == 2
+    assert (
+        f"is configured for {other}/llvm, not {fake_llvm}/llvm"
+        in capfd.readouterr().err
+    )
+    makefiles = tmp_path / "make"
+    subprocess.run(
+        [
+            "cmake",
+            "-G",
+            "Unix Makefiles",
+            "-S",
+            str(fake_llvm / "llvm"),
+            "-B",
+            str(makefiles),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    assert main(["build", "--llvm", str(fake_llvm), "--build-dir", str(makefiles)]) == 2
+    assert (
+        "uses the 'Unix Makefiles' generator; kdl builds with Ninja"
+        in capfd.readouterr().err
+    )
+
+
+def test_not_a_checkout(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    assert main(["build", "--llvm", str(tmp_path)]) == 2
+    assert (
+        "not an llvm-project checkout (no llvm/CMakeLists.txt)"
+        in capsys.readouterr().err
+    )
+
+
+def test_without_llvm_builds_the_overlay(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls = []
+
+    def build_overlay(build_dir: Path | None = None, jobs: int | None = None) -> object:
+        calls.append((build_dir, jobs))
+        return types.SimpleNamespace(
+            build_dir=tmp_path,
+            select_tool=tmp_path / "bin/kdl-select",
+            unittests=tmp_path / "t",
+        )
+
+    fake = types.ModuleType("kdl.overlay")
+    fake.build_overlay = build_overlay  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "kdl.overlay", fake)
+    monkeypatch.setattr(kdl, "overlay", fake, raising=False)
+    assert main(["build", "--build-dir", str(tmp_path), "-j", "2"]) == 0
+    assert calls == [(tmp_path, 2)]
+    assert f"overlay build: {tmp_path}" in capsys.readouterr().out
