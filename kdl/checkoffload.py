@@ -88,12 +88,10 @@ def tool_versions(build_dir: Path) -> dict[str, str | None]:
 
 def checkout_of(build_dir: Path) -> dict[str, str | None]:
     """The llvm-project checkout a build was configured from, with ``git describe``."""
-    source = ""
-    cache = build_dir / "CMakeCache.txt"
-    if cache.is_file():
-        for line in cache.read_text(errors="replace").splitlines():
-            if line.startswith("CMAKE_HOME_DIRECTORY:"):
-                source = line.partition("=")[2]
+    from kdl.build import read_cache
+
+    has_cache = (build_dir / "CMakeCache.txt").is_file()
+    source = read_cache(build_dir).get("CMAKE_HOME_DIRECTORY", "") if has_cache else ""
     doc: dict[str, str | None] = {"path": None, "describe": None, "head": None}
     if not source:
         return doc

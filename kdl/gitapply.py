@@ -15,13 +15,12 @@ such a branch applies only what is missing and changes nothing otherwise.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from kdl import proc
 from kdl.errors import GitError, WorkspaceError
-from kdl.gitmatch import Match, PatchInfo, classify
+from kdl.gitmatch import Match, PatchInfo, classify, failed_paths
 from kdl.gitrepo import Checkout, Interrupted
 from kdl.gitundo import Start, Undo, deferred_sigint
 from kdl.series import Series
@@ -37,13 +36,6 @@ AM_ARGS = [
     "--no-signoff",
     "--patch-format=mbox",
 ]
-
-_FAILED_PATH = re.compile(
-    r"(?:patch failed: (\S+):\d+|^error: (\S+): (?:does not exist in index|"
-    r"already exists in (?:index|working directory)|patch does not apply)|"
-    r"Merge conflict in (\S+))",
-    re.MULTILINE,
-)
 
 
 @dataclass(frozen=True)
@@ -270,13 +262,9 @@ def _print_done(match: Match) -> None:
 
 
 def _failed_files(co: Checkout, info: PatchInfo, output: str) -> list[str]:
-    files: list[str] = []
     status, out, _ = co.attempt("diff", "--name-only", "--diff-filter=U")
-    if status == 0:
-        files += out.split()
-    for m in _FAILED_PATH.finditer(output):
-        files.append(next(g for g in m.groups() if g))
-    files = list(dict.fromkeys(files))
+    unmerged = out.split() if status == 0 else []
+    files = list(dict.fromkeys(unmerged + failed_paths(output)))
     return files or info.patch.diff_files()
 
 

@@ -20,7 +20,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kdl.gitmatch import PatchInfo
+from kdl.gitmatch import PatchInfo, failed_paths
 from kdl.gitrepo import Checkout
 from kdl.series import Series
 
@@ -28,12 +28,6 @@ from kdl.series import Series
 APPLIES = ("clean", "offset", "3-way", "already applied")
 
 _OFFSET = re.compile(r"\(offset (-?\d+) lines?\)")
-_FAILED = re.compile(
-    r"(?:patch failed: (\S+):\d+|^error: (\S+): (?:does not exist in index|"
-    r"already exists in index|patch does not apply)|"
-    r"Applied patch to '(\S+)' with conflicts)",
-    re.MULTILINE,
-)
 
 
 @dataclass
@@ -102,7 +96,7 @@ def _check_one(
                 info.name, "offset", f"hunks moved by up to {max(offsets)} lines"
             )
         return CheckResult(info.name, "clean")
-    files = _failed_files(err) or info.patch.diff_files()
+    files = failed_paths(err) or info.patch.diff_files()
     if attempt("--check", "-R")[0]:
         return CheckResult(
             info.name, "already applied", "the base has it (kdl apply makes no commit)"
@@ -124,7 +118,7 @@ def _check_one(
                 f"{', '.join(files)}: git am -3 stops here",
                 files,
             )
-    conflicts = _failed_files(err3)
+    conflicts = failed_paths(err3)
     if conflicts:
         detail = f"3-way merge conflicts in {', '.join(conflicts)}"
     elif "lacks the necessary blob" in err3:
@@ -135,8 +129,3 @@ def _check_one(
     else:
         detail = f"does not apply to {', '.join(files)}"
     return CheckResult(info.name, "fails", detail, conflicts or files)
-
-
-def _failed_files(output: str) -> list[str]:
-    found = [next(g for g in m.groups() if g) for m in _FAILED.finditer(output)]
-    return list(dict.fromkeys(found))

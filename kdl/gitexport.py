@@ -23,7 +23,7 @@ import git
 
 from kdl import proc
 from kdl.errors import GitError, WorkspaceError
-from kdl.gitmatch import Match, classify
+from kdl.gitmatch import Match, classify, diff_files
 from kdl.gitrepo import DIFF_OPTS, Checkout
 from kdl.series import Series, load
 
@@ -59,7 +59,6 @@ FORMAT_PATCH = [
 _SUBJECT = re.compile(
     r"^Subject: \[(?P<prefix>[^\]]*?)(?: (?P<n>\d+)/\d+)?\]", re.MULTILINE
 )
-_DIFF = re.compile(rb"^diff --git a/\S+ b/(\S+)\n(new file mode )?", re.MULTILINE)
 
 
 @dataclass
@@ -144,7 +143,7 @@ def _names(matches: list[Match], generated: list[str]) -> list[str]:
 
 
 def _tracked_at(co: Checkout, base: str, contents: list[bytes]) -> set[str]:
-    paths = sorted({m.group(1).decode() for c in contents for m in _DIFF.finditer(c)})
+    paths = sorted({path for c in contents for path in diff_files(c)})
     out = co.run("ls-tree", "-r", "--name-only", "-z", base, "--", *paths)
     return {p for p in out.split("\0") if p}
 
@@ -187,9 +186,7 @@ def _render(
         block = blocks.get(name, _Block(line=name))
         lines += block.lead
         lines.append(block.line)
-        diff = {
-            m.group(1).decode(): m.group(2) is not None for m in _DIFF.finditer(text)
-        }
+        diff = diff_files(text)
         for path in [p for p in block.files if p in diff] + [
             p for p in diff if p not in block.files
         ]:

@@ -15,8 +15,27 @@ from dataclasses import dataclass
 
 from kdl.series import Patch
 
+_DIFF = re.compile(rb"^diff --git a/\S+ b/(\S+)\n(new file mode )?", re.MULTILINE)
+_FAILED = re.compile(
+    r"(?:patch failed: (\S+):\d+|^error: (\S+): (?:does not exist in index|"
+    r"already exists in (?:index|working directory)|patch does not apply)|"
+    r"Merge conflict in (\S+)|Applied patch to '(\S+)' with conflicts)",
+    re.MULTILINE,
+)
+
 #: The ``[PATCH n/m]`` part only: ``[Object][Offload]`` tags are the subject's.
 _SUBJECT_PREFIX = re.compile(r"^\[[^\]]*\bPATCH\b[^\]]*\]\s*")
+
+
+def diff_files(patch: bytes) -> dict[str, bool]:
+    """The files a patch's diff touches, in order: path -> the patch creates it."""
+    return {m.group(1).decode(): m.group(2) is not None for m in _DIFF.finditer(patch)}
+
+
+def failed_paths(output: str) -> list[str]:
+    """The files git apply / git am name as not applying or in conflict."""
+    found = [next(g for g in m.groups() if g) for m in _FAILED.finditer(output)]
+    return list(dict.fromkeys(found))
 
 
 def normalize_subject(subject: str) -> str:

@@ -14,7 +14,6 @@ Every diff kdl compares or writes uses :data:`DIFF_OPTS`, so a user's
 from __future__ import annotations
 
 import os
-import re
 import tempfile
 from pathlib import Path
 from types import TracebackType
@@ -23,7 +22,13 @@ from typing import Any
 import git
 
 from kdl.errors import GitError, WorkspaceError
-from kdl.gitmatch import BranchMeta, Commit, PatchInfo, normalize_subject
+from kdl.gitmatch import (
+    BranchMeta,
+    Commit,
+    PatchInfo,
+    diff_files,
+    normalize_subject,
+)
 from kdl.series import Series
 
 #: What makes a directory an llvm-project checkout for kdl.
@@ -47,7 +52,6 @@ DIFF_OPTS = [
     "--binary",
 ]
 
-_NEW_FILE = re.compile(rb"^diff --git a/\S+ b/(\S+)\n(?:new file mode )", re.MULTILINE)
 #: Operations that leave state in the git dir, and how to get out of them.
 _IN_PROGRESS = [
     ("rebase-apply/applying", "a 'git am'", "git am --continue", "git am --abort"),
@@ -366,7 +370,7 @@ class Checkout:
         infos = []
         for patch in series.patches:
             data = patch.read()
-            creates = tuple(m.group(1).decode() for m in _NEW_FILE.finditer(data))
+            creates = tuple(p for p, new in diff_files(data).items() if new)
             infos.append(
                 PatchInfo(
                     patch,
