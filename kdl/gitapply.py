@@ -21,7 +21,7 @@ from pathlib import Path
 from kdl import proc
 from kdl.errors import GitError, WorkspaceError
 from kdl.gitmatch import Match, PatchInfo, classify, failed_paths
-from kdl.gitrepo import Checkout, Interrupted
+from kdl.gitrepo import Checkout, Interrupted, last_line
 from kdl.gitundo import Start, Undo, deferred_sigint
 from kdl.series import Series
 
@@ -104,6 +104,7 @@ def _plan(co: Checkout, series: Series, branch: str, base: str | None) -> _Plan:
     co.refuse_in_progress()
     co.refuse_lost_detached_head()
     co.refuse_dirty("applying the series")
+    co.refuse_unknown_identity()
     infos = co.patch_infos(series)
     exists = co.branch_exists(branch)
     start = Start(co.current_branch(), co.head(), co.rev(branch) if exists else None)
@@ -158,8 +159,13 @@ def _execute(
                 if interrupted():
                     break
                 if status != 0:
+                    files = _conflict_files(co, f"{out}\n{err}")
+                    if not files:  # a hook, a broken patch: not a conflict
+                        raise GitError(
+                            f"git am of {info.name} failed: {last_line(err or out)}"
+                        )
                     print(f"  {info.name}: conflict", flush=True)
-                    conflict = (info, _failed_files(co, info, f"{out}\n{err}"), err)
+                    conflict = (info, files, err)
                     break
                 if co.head() == before:  # "No changes -- Patch already applied."
                     print(f"  {info.name}: already in the base, no commit made")
@@ -261,11 +267,11 @@ def _print_done(match: Match) -> None:
     print(f"  {match.patch.name}: {how}")
 
 
-def _failed_files(co: Checkout, info: PatchInfo, output: str) -> list[str]:
+def _conflict_files(co: Checkout, output: str) -> list[str]:
+    """Files git left unmerged or named as not applying."""
     status, out, _ = co.attempt("diff", "--name-only", "--diff-filter=U")
     unmerged = out.split() if status == 0 else []
-    files = list(dict.fromkeys(unmerged + failed_paths(output)))
-    return files or info.patch.diff_files()
+    return list(dict.fromkeys(unmerged + failed_paths(output)))
 
 
 def _conflict_message(

@@ -124,7 +124,7 @@ class Checkout:
         try:
             out: str = self.git.execute(["git", *args], **kwargs)
         except git.GitCommandError as exc:
-            detail = _last_line(exc.stderr) or _last_line(exc.stdout)
+            detail = last_line(exc.stderr) or last_line(exc.stdout)
             raise GitError(f"{self.root}: git {args[0]} failed: {detail}") from exc
         return out
 
@@ -199,6 +199,15 @@ class Checkout:
             raise GitError(
                 f"{self.root}: {self.git_dir / 'index.lock'} exists: another git "
                 "process is running (or crashed: remove the file if none is)"
+            )
+
+    def refuse_unknown_identity(self) -> None:
+        """Refuse to start what git cannot commit (no user.name/user.email)."""
+        status, _, err = self.attempt("var", "GIT_COMMITTER_IDENT")
+        if status != 0:
+            raise GitError(
+                f"{self.root}: git cannot commit here ({last_line(err)}); set "
+                "user.name and user.email ('git config --global user.email ...')"
             )
 
     def tracked_changes(self) -> list[str]:
@@ -382,7 +391,8 @@ class Checkout:
         return infos
 
 
-def _last_line(text: object) -> str:
+def last_line(text: object) -> str:
+    """The last line of git's output (GitPython's quoting removed)."""
     if isinstance(text, bytes):
         text = text.decode(errors="replace")
     lines = [ln.strip() for ln in str(text or "").splitlines() if ln.strip()]

@@ -404,6 +404,38 @@ def test_detached_head_on_a_branch_commit_is_fine(
     assert snapshot(llvm) == before
 
 
+def test_unknown_identity_is_refused(
+    capsys: pytest.CaptureFixture[str],
+    llvm: Path,
+    series: SeriesDir,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for who in ("AUTHOR", "COMMITTER"):
+        monkeypatch.delenv(f"GIT_{who}_NAME")
+        monkeypatch.delenv(f"GIT_{who}_EMAIL")
+    monkeypatch.setenv("EMAIL", "")
+    before = snapshot(llvm)
+    status, _, err = apply(capsys, llvm, series)
+    assert status == 1
+    assert "git cannot commit here" in err and "set user.name and user.email" in err
+    assert snapshot(llvm) == before
+
+
+def test_failing_hook_is_not_called_a_conflict(
+    capsys: pytest.CaptureFixture[str], llvm: Path, series: SeriesDir
+) -> None:
+    hook = llvm / ".git/hooks/pre-applypatch"
+    hook.write_text("#!/bin/sh\necho 'policy says no' >&2\nexit 1\n")
+    hook.chmod(0o755)
+    before = snapshot(llvm)
+    status, out, err = apply(capsys, llvm, series)
+    assert status == 1
+    assert "conflict" not in out + err
+    assert err.startswith(f"error: git am of {P1} failed: ")
+    assert f"nothing changed: {BRANCH} was removed" in err
+    assert snapshot(llvm) == before
+
+
 def test_not_an_llvm_checkout(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, series: SeriesDir
 ) -> None:
