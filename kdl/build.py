@@ -35,6 +35,14 @@ CONFIG = {
     "LLVM_TARGETS_TO_BUILD": "host;NVPTX;AMDGPU",
 }
 
+#: What upstream's layout has (assumed by --dry-run before a configure).
+CONFIGURED_TARGETS = (
+    "llvm-offload-binary",
+    "clang-offload-packager",
+    "ObjectTests",
+    "runtimes",
+)
+
 #: The offload runtime: the runtimes build's umbrella target, else the
 #: targets an openmp/offload build without LLVM_ENABLE_RUNTIMES has.
 RUNTIME_TARGETS = ("omp", "omptarget", "offload", "LLVMOffload")
@@ -55,8 +63,8 @@ _TRUE = {"ON", "YES", "TRUE", "Y", "1"}
 class LLVMBuild:
     build_dir: Path
     targets: list[str]
-    configured: bool  # False: an existing cache was used
-    seconds: float
+    configure_seconds: float | None  # None: an existing cache was used
+    build_seconds: float
     notes: list[str] = field(default_factory=list)
 
 
@@ -147,9 +155,7 @@ def choose_targets(available: set[str]) -> tuple[list[str], list[str]]:
     if "clang-offload-packager" in available:
         targets.append("clang-offload-packager")
     else:
-        missing.append(
-            "clang-offload-packager (no such target; LLVM_ENABLE_PROJECTS lacks clang?)"
-        )
+        missing.append("clang-offload-packager (no such target in this build)")
     if "ObjectTests" in available:
         targets.append("ObjectTests")
     else:
@@ -169,6 +175,23 @@ def choose_targets(available: set[str]) -> tuple[list[str], list[str]]:
     return targets, missing
 
 
+def existing_cache_notes(llvm: Path, build_dir: Path) -> list[str]:
+    """Refuse a cache kdl cannot build in; list where it differs from CONFIG."""
+    cache = read_cache(build_dir)
+    source = Path(cache.get("CMAKE_HOME_DIRECTORY", "")).resolve()
+    if source != llvm / "llvm":
+        raise UsageError(
+            f"{build_dir} is configured for {source}, not {llvm / 'llvm'}; "
+            "pick another --build-dir"
+        )
+    if cache.get("CMAKE_GENERATOR") != "Ninja":
+        raise UsageError(
+            f"{build_dir} uses the '{cache.get('CMAKE_GENERATOR')}' generator; "
+            "kdl builds with Ninja: pick another --build-dir"
+        )
+    return cache_disagreements(cache)
+
+
 def build_llvm(
     llvm: Path, build_dir: Path | None = None, jobs: int | None = None
 ) -> LLVMBuild:
@@ -179,58 +202,42 @@ def build_llvm(
             f"{llvm}: not an llvm-project checkout (no llvm/CMakeLists.txt)"
         )
     build_dir = (build_dir or default_build_dir()).expanduser().resolve()
-    started = time.monotonic()
     notes: list[str] = []
-    configured = not (build_dir / "CMakeCache.txt").is_file()
-    if configured:
-        proc.run(configure_argv(llvm, build_dir), capture=False, mutating=True)
-    else:
-        cache = read_cache(build_dir)
-        source = Path(cache.get("CMAKE_HOME_DIRECTORY", "")).resolve()
-        if source != (llvm / "llvm"):
-            raise UsageError(
-                f"{build_dir} is configured for {source}, not {llvm / 'llvm'}; "
-                "pick another --build-dir"
-            )
-        if cache.get("CMAKE_GENERATOR") != "Ninja":
-            raise UsageError(
-                f"{build_dir} uses the '{cache.get('CMAKE_GENERATOR')}' generator; "
-                "kdl builds with Ninja: pick another --build-dir"
-            )
-        notes = cache_disagreements(cache)
+    configure_seconds = None
+    if (build_dir / "CMakeCache.txt").is_file():
+        notes = existing_cache_notes(llvm, build_dir)
         for note in notes:
             print(f"note: existing cache in {build_dir}: {note}; not reconfigured")
-    if proc.DRY_RUN and configured:
-        available = {
-            "llvm-offload-binary",
-            "clang-offload-packager",
-            "ObjectTests",
-            "runtimes",
-        }
-        print(
-            "note: targets assumed from upstream's layout "
-            "(the real list needs a configured tree)"
-        )
-    else:
         available = ninja_targets(build_dir)
+    else:
+        started = time.monotonic()
+        proc.run(configure_argv(llvm, build_dir), capture=False, mutating=True)
+        configure_seconds = time.monotonic() - started
+        if proc.DRY_RUN:
+            print(
+                "note: targets assumed from upstream's layout "
+                "(the real list needs a configured tree)"
+            )
+            available = {*CONFIGURED_TARGETS}
+        else:
+            available = ninja_targets(build_dir)
     targets, missing = choose_targets(available)
-    if missing:
-        notes += [f"not built: {m}" for m in missing]
-        for m in missing:
-            print(f"note: not built: {m}")
+    for m in missing:
+        print(f"note: not built: {m}")
+        notes.append(f"not built: {m}")
     if "llvm-offload-binary" not in targets:
         raise WorkspaceError(
             f"{build_dir}: cannot build the series: {'; '.join(missing)}"
         )
-    argv = [
-        "ninja",
-        "-C",
-        str(build_dir),
-        *(["-j", str(jobs)] if jobs else []),
-        *targets,
-    ]
-    proc.run(argv, capture=False, mutating=True)
-    return LLVMBuild(build_dir, targets, configured, time.monotonic() - started, notes)
+    jobs_args = ["-j", str(jobs)] if jobs else []
+    started = time.monotonic()
+    proc.run(
+        ["ninja", "-C", str(build_dir), *jobs_args, *targets],
+        capture=False,
+        mutating=True,
+    )
+    build_seconds = time.monotonic() - started
+    return LLVMBuild(build_dir, targets, configure_seconds, build_seconds, notes)
 
 
 def _describe_tool(path: Path) -> str:
@@ -251,15 +258,11 @@ def cmd_build(args: argparse.Namespace) -> int:
     result = build_llvm(args.llvm, args.build_dir, args.jobs)
     if proc.DRY_RUN:
         return 0
-    how = (
-        "configured and built"
-        if result.configured
-        else "built (existing configuration)"
-    )
-    print(
-        f"{how} {', '.join(result.targets)} in {result.build_dir} "
-        f"in {result.seconds:.1f} s"
-    )
+    if result.configure_seconds is None:
+        print(f"used the existing configuration in {result.build_dir}")
+    else:
+        print(f"configured {result.build_dir} in {result.configure_seconds:.1f} s")
+    print(f"built {', '.join(result.targets)} in {result.build_seconds:.1f} s")
     for rel in (
         "bin/llvm-offload-binary",
         "bin/clang-offload-packager",

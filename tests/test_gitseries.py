@@ -386,20 +386,31 @@ def test_detached_head_with_unreachable_commits_is_refused(
     assert snapshot(llvm) == before
 
 
-def test_detached_head_on_a_branch_commit_is_fine(
-    capsys: pytest.CaptureFixture[str], llvm: Path, series: SeriesDir, tmp_path: Path
+def test_detached_head_that_a_branch_holds_is_fine(
+    capsys: pytest.CaptureFixture[str], llvm: Path, series: SeriesDir
+) -> None:
+    git(llvm, "checkout", "--quiet", "--detach")
+    head = git(llvm, "rev-parse", "HEAD").strip()
+    status, out, err = apply(capsys, llvm, series)
+    assert status == 0, err
+    assert f"3 applied, 0 already applied; switched from {head}" in out
+    assert git(llvm, "config", f"branch.{BRANCH}.kdlBaseRef", check=False) == ""
+
+
+def test_conflict_returns_to_a_detached_head(
+    capsys: pytest.CaptureFixture[str], llvm: Path, series: SeriesDir
 ) -> None:
     git(llvm, "checkout", "--quiet", "--detach")
     commit_on_main(
         llvm, OFFLOAD_BINARY, "/// A plain binary", old="/// A simple binary"
     )
     git(llvm, "branch", "keep")
-    head = git(llvm, "rev-parse", "HEAD")
+    head = git(llvm, "rev-parse", "HEAD").strip()
     before = snapshot(llvm)
     status, _, err = apply(capsys, llvm, series)
-    assert status == 1  # conflicts: HEAD goes back to the detached commit
-    assert "nothing changed: kdl/test-series was removed" in err
-    assert git(llvm, "rev-parse", "HEAD") == head
+    assert status == 1
+    assert f"nothing changed: {BRANCH} was removed, {head} is checked out again" in err
+    assert git(llvm, "rev-parse", "HEAD").strip() == head
     assert git(llvm, "symbolic-ref", "-q", "HEAD", check=False) == ""
     assert snapshot(llvm) == before
 
