@@ -176,23 +176,19 @@ def _render(
     at_base: set[str],
 ) -> str:
     header, blocks, trailer = _parse_series(series.path.read_text())
-    indent = "    "
-    for block in blocks.values():
-        for raw in block.files.values():
-            indent = raw[: len(raw) - len(raw.lstrip())]
-            break
+    listed = [raw for block in blocks.values() for raw in block.files.values()]
+    indent = listed[0][: len(listed[0]) - len(listed[0].lstrip())] if listed else "    "
     lines = list(header)
     for name, text in zip(names, contents, strict=True):
         block = blocks.get(name, _Block(line=name))
-        lines += block.lead
-        lines.append(block.line)
-        diff = diff_files(text)
-        for path in [p for p in block.files if p in diff] + [
-            p for p in diff if p not in block.files
-        ]:
+        lines += [*block.lead, block.line]
+        diff = diff_files(text)  # path -> created by this patch
+        # Files still touched keep their line (and recorded base) and order.
+        lines += [raw for path, raw in block.files.items() if path in diff]
+        for path, created in diff.items():
             if path in block.files:
-                lines.append(block.files[path])
-            elif path in at_base and not diff[path]:
+                continue
+            if path in at_base and not created:
                 lines.append(f"{indent}base {path} {base}")
             else:
                 lines.append(f"{indent}new  {path}")
