@@ -20,7 +20,14 @@ from typing import Any
 
 from kdl import paths, proc
 from kdl.errors import GitError
-from kdl.gitmatch import BranchMeta, Commit, Match, PatchInfo, classify
+from kdl.gitmatch import (
+    BranchMeta,
+    Commit,
+    Match,
+    PatchInfo,
+    classify,
+    normalize_subject,
+)
 from kdl.gitrepo import Checkout
 from kdl.series import Series, load
 
@@ -137,11 +144,12 @@ def _recent_matches(
 ) -> list[Match]:
     """On a branch kdl did not make: the series' commits among the last *depth*."""
     subjects = {i.subject for i in infos}
-    rows = co.run("log", f"-n{depth + len(infos)}", "--format=%H%x00%s").splitlines()
-    hits = [row.split("\0") for row in rows if row.split("\0")[1] in subjects]
+    rows = co.run("log", f"-n{depth + len(infos)}", "--format=%H%x00%P%x00%s")
     commits: list[Commit] = []
-    for sha, _ in reversed(hits):
-        commits += co.commits(f"{sha}^", sha)
+    for row in reversed(rows.splitlines()):
+        sha, parents, subject = row.split("\0")
+        if parents and normalize_subject(subject) in subjects:
+            commits += co.commits(f"{sha}^", sha)
     return [m for m in classify(infos, commits) if m.ours]
 
 
