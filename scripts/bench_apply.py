@@ -129,7 +129,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--files", type=int, default=150_000)
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--work", type=Path, help="scratch directory (a temporary one)")
+    parser.add_argument(
+        "--work", type=Path, help="scratch directory, kept (default: a temporary one)"
+    )
     parser.add_argument(
         "--keep", action="store_true", help="keep the scratch repository"
     )
@@ -139,6 +141,14 @@ def main() -> int:
     args = parser.parse_args()
 
     work = args.work or Path(tempfile.mkdtemp(prefix="kdl-bench-"))
+    try:
+        return bench(args, work)
+    finally:
+        if args.work is None and not args.keep:  # only what we made
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def bench(args: argparse.Namespace, work: Path) -> int:
     isolate(work / "home")
     repo = work / "llvm-project"
     if paths.SERIES.is_file():
@@ -230,8 +240,6 @@ def main() -> int:
         f"apply: median {doc['seconds']['apply']['median']} s (goal < 10 s); "
         f"wrote {args.output}"
     )
-    if not args.keep:
-        shutil.rmtree(work)
     return 0
 
 
