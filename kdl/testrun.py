@@ -45,7 +45,7 @@ FAILING = frozenset({"FAIL", "XPASS", "UNRESOLVED", "TIMEOUT"})
 SKIPPED = frozenset({"UNSUPPORTED", "SKIPPED", "EXCLUDED"})
 
 #: The test whose output the RFC quotes, and the files it leaves behind
-#: (llvm-tests/selection/first-compatible-wins.test writes them with tee).
+#: (llvm-tests/selection/first-compatible-wins.test writes them as %t.<suffix>).
 EXAMPLE_TEST = "selection/first-compatible-wins.test"
 EXAMPLE_FILES = {
     "images": "inspect.txt",
@@ -186,12 +186,14 @@ def run_lit(
     """
     if dirs is None:
         dirs = tool_dirs(overlay, build_dir)
-    results_dir.mkdir(parents=True, exist_ok=True)
     results_file = results_dir / f"{suite.name}.json"
-    results_file.unlink(missing_ok=True)
     argv = lit_argv(suite, dirs, results_file, filter, extra_params)
+    if not proc.DRY_RUN:
+        results_dir.mkdir(parents=True, exist_ok=True)
+        results_file.unlink(missing_ok=True)
     started = datetime.datetime.now(datetime.UTC)
-    result = proc.run(argv, cwd=paths.ROOT, capture=False, check=False)
+    # lit writes the reports and %t files: under --dry-run it is only printed.
+    result = proc.run(argv, cwd=paths.ROOT, capture=False, check=False, mutating=True)
     if proc.DRY_RUN:
         return LitResult(True, 0, 0, results_file)
     if not results_file.is_file():

@@ -86,6 +86,18 @@ def test_run_lit_filter_matching_nothing_is_a_usage_error(tmp_path: Path) -> Non
         )
 
 
+def test_dry_run_prints_the_lit_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(testrun.proc, "DRY_RUN", True)
+    suite = tiny_suite(tmp_path)
+    dirs = testrun.ToolDirs(tmp_path, tmp_path)
+    result = testrun.run_lit(suite=suite, results_dir=tmp_path / "r", dirs=dirs)
+    assert "would run: " in capsys.readouterr().out
+    assert not (tmp_path / "r").exists()
+    assert (result.passed, result.failed) == (0, 0)
+
+
 def test_lit_argv_passes_tool_dirs_as_params(tmp_path: Path) -> None:
     dirs = testrun.ToolDirs(Path("/llvm/bin"), Path("/kdl/bin"))
     argv = testrun.lit_argv(paths.LLVM_TESTS, dirs, tmp_path / "o.json", "nvptx")
