@@ -163,10 +163,10 @@ def _choice(rel: str, data: dict[str, Any]) -> list[str]:
     if isinstance(by, str):
         by = by.replace(" (", ", ").replace(")", "")
     out = [
-        "- The same GEMM images packed in different orders: what each policy "
-        f"loads (ranked by {by or 'the series ranking'}) and the cost of the "
-        "first compatible image over the ranked one, as measured cold load (JIT "
-        "cache empty) plus runs times the measured kernel time.",
+        "- One GEMM kernel's images packed in different orders: what each policy "
+        f"loads (ranked by {by or 'the series ranking'}) and what the first "
+        "compatible image costs over the ranked one (measured cold load with an "
+        "empty JIT cache, plus runs times the measured kernel time).",
         "",
     ]
     out += table(

@@ -257,7 +257,7 @@ def ranked_selection(src: Sources, states: dict[int, str] | None = None) -> str:
         "the specific ISA undone.",
         "",
     ]
-    o += example(src, "The lit suite reproduces the gap with real tools.")
+    o += example(src, "")
     o += [
         "",
         "## Proposal",
@@ -303,10 +303,9 @@ def ranked_selection(src: Sources, states: dict[int, str] | None = None) -> str:
             else "should offer a way back for bisection (see open questions)."
         ),
         "- No format or API is removed; the keys are optional.",
-        "- liboffload's `olCreateProgram` receives the whole container. With "
-        "LLVM 22 the CUDA plugin hands an OffloadBinary to the driver as is, "
-        'which fails with "device kernel image is invalid" (seen on an H200); '
-        "selecting an image before the plugin loads it avoids that.",
+        "- liboffload in LLVM 22 hands a whole OffloadBinary to the CUDA driver, "
+        "which rejects it (see the measurements); selecting an image first fixes "
+        "that.",
         "",
         "## Alternatives considered",
         "",

@@ -40,8 +40,11 @@ def example(src: Sources, intro: str) -> list[str]:
             f"{intro} The lit test that is to show it "
             "(`llvm-tests/selection/first-compatible-wins.test`) is not written yet.",
         ]
-    out = [intro, ""]
-    out.append(f"`{ex.test_rel}` packs its images with the real `llvm-offload-binary`:")
+    out = [intro, ""] if intro else []
+    out.append(
+        f"The lit test `{ex.test_rel}` reproduces this with the real "
+        "`llvm-offload-binary`:"
+    )
     out.append("")
     word = "llvm-offload-binary"
     try:
@@ -105,8 +108,10 @@ def testing(src: Sources) -> list[str]:
         c = f"{LIT_SUMMARY}#/counts/"
         counts = src.lit["counts"]
         tools = src.lit.get("tools") or {}
-        version = tools.get("llvm-offload-binary")
-        made = f" ({version})" if version else ""
+        m = re.search(
+            r"LLVM version (\d+(?:\.\d+)*)", str(tools.get("llvm-offload-binary"))
+        )
+        made = f" (LLVM {m.group(1)})" if m else ""
         dirs = _lit_dirs(src)
         where = f" Areas: {', '.join(f'`{d}`' for d in dirs)}." if dirs else ""
         out.append(
@@ -128,15 +133,6 @@ def testing(src: Sources) -> list[str]:
         )
     else:
         out.append(f"- Unit tests (gtest): results {NOT_MEASURED}.")
-    tested = [
-        p for p in src.patches if any("/test" in f or "unittests" in f for f in p.files)
-    ]
-    if tested:
-        out.append(
-            "- Patches that carry their own upstream-style tests: "
-            + "; ".join(f"`{p.subject}`" for p in tested)
-            + "."
-        )
     return out
 
 
@@ -232,6 +228,13 @@ def _machine(bench: dict[str, Any]) -> str:
             "per case, each sample the mean time of a batch of calls lasting at "
             f"least {cite(str(method['sample_us']), BENCH + '#/method/sample_us')} us"
         )
+    load = m.get("load_average_before")
+    if isinstance(load, list) and load and isinstance(load[0], int | float):
+        load_ref = BENCH + "#/machine/load_average_before/0"
+        how += (
+            "; the machine was shared (one-minute load average "
+            f"{cite(f'{load[0]:.2f}', load_ref)} before the run)"
+        )
     return (
         f"Measured on `{m.get('cpu_model', 'unknown CPU')}`{cpu_text}, "
         f"`{bench.get('compiler', 'unknown compiler')}`, LLVM "
@@ -286,13 +289,13 @@ def vocab_measurements(src: Sources) -> list[str]:
 def bench_section(bench: dict[str, Any]) -> list[str]:
     cases = bench["cases"]
     out = [
-        "Ranked selection and today's loop (triple check plus the CUDA plugin's "
-        "arch rule, first match wins) run interleaved on the same parsed binaries, "
-        "packed by `llvm-offload-binary`, for a "
+        "Both policies run interleaved on the same parsed binaries (packed by "
+        "`llvm-offload-binary`) for a "
         f"`{bench.get('device', {}).get('triple', '?')}` "
-        f"`{bench.get('device', {}).get('arch', '?')}` device. One image is "
-        "compatible, so both pick it; when it is last, both scan every image. "
-        "Median per call (p5 to p95):",
+        f"`{bench.get('device', {}).get('arch', '?')}` device; today's loop is the "
+        "triple check plus the CUDA plugin's arch rule. One image is compatible, "
+        "so both pick it; when it is last, both scan every image. Median per call "
+        "(p5 to p95):",
         "",
     ]
     rows = []
@@ -310,7 +313,14 @@ def bench_section(bench: dict[str, Any]) -> list[str]:
             ]
         )
     out += table(
-        ["images", "best at", "ranked", "first-wins", "ratio", "same images scanned"],
+        [
+            "images",
+            "best at",
+            "ranked",
+            "first-wins",
+            "ranked / first-wins",
+            "same images scanned",
+        ],
         rows,
     )
     out.append("")
