@@ -510,3 +510,25 @@ def test_long_declarations_are_wrapped() -> None:
     assert lines[0] == "LLVM_ABI OffloadImageRanking"
     assert all(len(line) <= 80 for line in lines)
     assert lines[2].startswith(" " * len("rankOffloadImages("))
+
+
+def test_posts_follow_what_the_stack_contains(tmp_path: Path) -> None:
+    from kdl.rfc import render
+
+    src = sources.load(workspace(tmp_path))
+    assert render._wrapper_note(src) == "Carrying them through is a follow-up."
+    src.patches.append(
+        sources.PatchInfo(
+            rel="patches/0003-x.patch",
+            subject="[Clang][LinkerWrapper] Keep the keys",
+            body="",
+            files=["clang/tools/clang-linker-wrapper/ClangLinkerWrapper.cpp"],
+            new_files=[],
+            insertions=1,
+            deletions=0,
+        )
+    )
+    note = render._wrapper_note(src)
+    assert note.startswith("The third patch of the stack")
+    ranked = render.ranked_selection(src)
+    assert "should a new entry point return the ranked list" in ranked

@@ -145,10 +145,10 @@ def metadata_vocabulary(src: Sources) -> str:
         "`llvm-offload-binary -o out.bin --image=file=k.cubin,"
         "triple=nvptx64-nvidia-cuda,arch=sm_90,kind=openmp,min_sm=90,"
         "variant_priority=10`.",
-        "- Clang does not write the keys yet, and `clang-linker-wrapper` re-wraps "
-        "the final device image with only `triple` and producer metadata, so keys "
-        "attached at packaging time do not reach the runtime in the normal OpenMP "
-        "flow (seen with LLVM 22). Carrying them through is a follow-up.",
+        "- Clang does not write the keys yet, and in LLVM 22 `clang-linker-wrapper` "
+        "re-wraps the final device image with only `triple` and producer "
+        "metadata, so keys attached at packaging time do not reach the runtime "
+        "in the normal OpenMP flow. " + _wrapper_note(src),
         "",
         "## Alternatives considered",
         "",
@@ -182,8 +182,7 @@ def metadata_vocabulary(src: Sources) -> str:
         "prefer one `min_arch` key whose grammar depends on the triple?",
         "- Feature names: vendor tokens, or LLVM target-feature names? Where should "
         "the runtime learn the device's features from?",
-        "- Should Clang emit the keys (from `--offload-arch` and attributes), and "
-        "should `clang-linker-wrapper` carry them into the final image?",
+        "- Should Clang emit the keys (from `--offload-arch` and attributes)?",
         "- Should `llvm-objdump --offloading` print every key? Today it prints "
         "kind, arch, triple and producer.",
         "",
@@ -196,6 +195,20 @@ def metadata_vocabulary(src: Sources) -> str:
 MAX_DECLS = 6
 #: The declarations the post shows first, in this order.
 KEY_API = ("isMetadataCompatible", "rankOffloadImages", "getSelected", "Name(")
+
+
+def _ordinal(i: int) -> str:
+    words = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh")
+    return words[i - 1] if 0 < i <= len(words) else "a later"
+
+
+def _wrapper_note(src: Sources) -> str:
+    """Whether the series carries the keys through clang-linker-wrapper."""
+    wrapper = src.touching("clang/tools/clang-linker-wrapper/")
+    if wrapper:
+        i, patch = wrapper[0]
+        return f"The {_ordinal(i)} patch of the stack (`{patch.subject}`) keeps them."
+    return "Carrying them through is a follow-up."
 
 
 def _wrap_decl(decl: str, width: int = 80) -> str:
@@ -347,8 +360,14 @@ def ranked_selection(src: Sources, states: dict[int, str] | None = None) -> str:
             ]
         ),
         "- Should the runtime try the next image when loading the first fails?",
-        "- liboffload: should `olCreateProgram` select internally, or should a "
-        "new entry point return the ranked list to the caller?",
+        (
+            "- The liboffload patch selects inside `olCreateProgram`. Should a new "
+            "entry point also return the ranked list to callers that choose "
+            "themselves?"
+            if src.touching("offload/liboffload/")
+            else "- liboffload: should `olCreateProgram` select internally, or "
+            "should a new entry point return the ranked list to the caller?"
+        ),
         "- What to do when several plugins accept one image "
         f"([#225135]({facts.pr(225135).url}))?",
         "",

@@ -110,6 +110,14 @@ class Sources:
     def rel(self, path: Path) -> str:
         return path.relative_to(self.root).as_posix()
 
+    def touching(self, prefix: str) -> list[tuple[int, PatchInfo]]:
+        """(1-based position, patch) of each patch with a file under *prefix*."""
+        return [
+            (i, p)
+            for i, p in enumerate(self.patches, 1)
+            if any(f.startswith(prefix) for f in p.files)
+        ]
+
 
 def _read_json(path: Path, notes: list[str]) -> Any:
     try:
