@@ -265,9 +265,10 @@ def ranked_selection(src: Sources, states: dict[int, str] | None = None) -> str:
         "- an sm_86 device given `sm_80` and `sm_86` cubins, in that order, runs "
         "the `sm_80` code;",
         "- a gfx942 device given `gfx9-4-generic` before `gfx942` runs the generic "
-        f"code; [#139147]({facts.pr(139147).url}) was written for exactly this "
-        f"pair of targets, and [#118919]({facts.pr(118919).url}) left preferring "
-        "the specific ISA undone.",
+        f"code; the duplicate loads that [#139147]({facts.pr(139147).url}) "
+        "stopped were reported with exactly this pair of targets, and "
+        f"[#118919]({facts.pr(118919).url}) left preferring the specific ISA "
+        "undone.",
         "",
     ]
     o += example(src, "")
