@@ -81,8 +81,9 @@ Selection selectImage(const DeviceInfo &Device,
       describeRanked(OS, RI);
       OS << ")";
     } else {
-      OS << "rejected (" << getImageCompatibilityName(RI.Result.Reason) << ": "
-         << RI.Result.Detail << ")";
+      OS << "rejected (" << getImageCompatibilityName(RI.Result.Reason) << ": ";
+      RI.Result.printDetail(OS);
+      OS << ")";
     }
   }
   OS.flush();

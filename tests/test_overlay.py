@@ -86,8 +86,13 @@ def test_extract_follows_a_changed_patch(tmp_path: Path) -> None:
     overlay.extract_series(src, series.load(series_file))
     patch = next(series_file.parent.glob("0002-*.patch"))
     text = patch.read_text()
-    assert text.count("+#include <tuple>\n") == 1
-    patch.write_text(text.replace("+#include <tuple>\n", "+#include <utility>\n"))
+    # Edit an include of OffloadMetadata.cpp, the file the patch creates.
+    start = text.index("+++ b/llvm/lib/Object/OffloadMetadata.cpp\n")
+    end = text.index("\ndiff --git", start)
+    body = text[start:end]
+    assert body.count("+#include <tuple>\n") == 1
+    body = body.replace("+#include <tuple>\n", "+#include <utility>\n")
+    patch.write_text(text[:start] + body + text[end:])
     overlay.extract_series(src, series.load(series_file))
     cpp = (src / "llvm/lib/Object/OffloadMetadata.cpp").read_text()
     assert "#include <utility>" in cpp and "#include <tuple>" not in cpp

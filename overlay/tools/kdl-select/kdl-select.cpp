@@ -129,7 +129,9 @@ static void printText(const OffloadImageRanking &Ranking) {
       outs() << "rank " << RI.Rank << " " << getImageTierName(RI.Result.Tier);
     else
       outs() << "rejected " << getImageCompatibilityName(RI.Result.Reason);
-    outs() << ": " << RI.Result.Detail << "\n";
+    outs() << ": ";
+    RI.Result.printDetail(outs());
+    outs() << "\n";
   }
   if (Ranking.Selected)
     outs() << "selected: image " << *Ranking.Selected << "\n";
@@ -162,7 +164,7 @@ static void printJSON(const OffloadImageRanking &Ranking,
           J.attribute("kind", getKindName(RI.Kind));
           J.attribute("compatible", RI.Rank != 0);
           J.attribute("reason", getImageCompatibilityName(RI.Result.Reason));
-          J.attribute("detail", RI.Result.Detail);
+          J.attribute("detail", RI.Result.getDetail());
           if (RI.Rank)
             J.attribute("tier", getImageTierName(RI.Result.Tier));
           else
