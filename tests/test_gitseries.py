@@ -149,10 +149,8 @@ def test_apply_is_detected_by_patch_id_not_subject(
     assert states == ["applied", "applied", "edited"]
 
 
-def test_apply_on_a_base_with_offsets_and_3way(
-    capsys: pytest.CaptureFixture[str], llvm: Path, series: SeriesDir
-) -> None:
-    # Lines added at the top move every hunk; a changed context line forces 3-way.
+def move_hunks_and_change_context(llvm: Path) -> None:
+    """Commit lines that move every hunk, and a context change that needs 3-way."""
     commit_on_main(llvm, OFFLOAD_BINARY, "// Local note.\n// Another one.\n")
     commit_on_main(
         llvm,
@@ -160,6 +158,12 @@ def test_apply_on_a_base_with_offsets_and_3way(
         "/// and used by the linker later.",
         old="/// and used by the linker.",
     )
+
+
+def test_apply_on_a_base_with_offsets_and_3way(
+    capsys: pytest.CaptureFixture[str], llvm: Path, series: SeriesDir
+) -> None:
+    move_hunks_and_change_context(llvm)
     status, out, err = apply(capsys, llvm, series)
     assert status == 0, err
     assert f"{P2}: applied (3-way merge)" in out
@@ -738,13 +742,7 @@ def test_status_off_a_kdl_branch(
 def test_check_classifies_without_touching_anything(
     capsys: pytest.CaptureFixture[str], llvm: Path, series: SeriesDir
 ) -> None:
-    commit_on_main(llvm, OFFLOAD_BINARY, "// Local note.\n// Another one.\n")
-    commit_on_main(
-        llvm,
-        OFFLOAD_BINARY,
-        "/// and used by the linker later.",
-        old="/// and used by the linker.",
-    )
+    move_hunks_and_change_context(llvm)
     before = snapshot(llvm)
     index = (llvm / ".git/index").read_bytes()
     status, out, err = kdl(

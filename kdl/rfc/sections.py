@@ -190,28 +190,22 @@ def cc() -> list[str]:
     ]
 
 
+def _sources_line() -> str:
+    """The links behind the comparison tables, one line."""
+    links = "; ".join(f"[{s.name}]({s.source.split()[0]})" for s in facts.SYSTEMS)
+    return f"Sources: {links}."
+
+
 def systems_table() -> list[str]:
     rows = [[s.name, s.filters, s.ranks, s.explains] for s in facts.SYSTEMS]
     out = table(["system", "filters by", "chooses by", "explains its choice"], rows)
-    out.append("")
-    out.append(
-        "Sources: "
-        + "; ".join(f"[{s.name}]({s.source.split()[0]})" for s in facts.SYSTEMS)
-        + "."
-    )
-    return out
+    return [*out, "", _sources_line()]
 
 
 def capability_table() -> list[str]:
     rows = [[c.name, *c.answers] for c in facts.CAPABILITIES]
     out = table(["system", *facts.CAPABILITY_COLUMNS], rows)
-    out.append("")
-    out.append(
-        "Sources: "
-        + "; ".join(f"[{s.name}]({s.source.split()[0]})" for s in facts.SYSTEMS)
-        + "."
-    )
-    return out
+    return [*out, "", _sources_line()]
 
 
 def _machine(bench: dict[str, Any]) -> str:
