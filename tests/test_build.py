@@ -44,6 +44,11 @@ def fake_llvm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return make_fake_llvm(tmp_path / "llvm-project")
 
 
+def build_fake(llvm: Path, build_dir: Path, *extra: str) -> int:
+    """``kdl build --llvm LLVM --build-dir BUILD_DIR [EXTRA...]``, in process."""
+    return main(["build", "--llvm", str(llvm), "--build-dir", str(build_dir), *extra])
+
+
 def expected_cmake(llvm: Path, build_dir: Path, launcher: list[str]) -> list[str]:
     return [
         "cmake", "-G", "Ninja", "-S", f"{llvm}/llvm", "-B", str(build_dir),
@@ -170,9 +175,7 @@ def test_build_configures_once_and_builds_only_the_series_targets(
     capfd: pytest.CaptureFixture[str], fake_llvm: Path, tmp_path: Path
 ) -> None:
     build_dir = tmp_path / "build"
-    status = main(
-        ["build", "--llvm", str(fake_llvm), "--build-dir", str(build_dir), "-j", "2"]
-    )
+    status = build_fake(fake_llvm, build_dir, "-j", "2")
     out, err = capfd.readouterr()
     assert status == 0, err
     assert "-- Configuring done" in out
@@ -189,7 +192,7 @@ def test_build_configures_once_and_builds_only_the_series_targets(
     assert {k: cache[k] for k in build.CONFIG} == build.CONFIG
     # Again: no configure step, nothing compiled (only the always-run
     # runtimes custom target, like upstream's external-project runtimes).
-    status = main(["build", "--llvm", str(fake_llvm), "--build-dir", str(build_dir)])
+    status = build_fake(fake_llvm, build_dir)
     out, _ = capfd.readouterr()
     assert status == 0
     assert "-- Configuring" not in out
@@ -207,20 +210,7 @@ def test_build_with_the_legacy_layout(
 ) -> None:
     monkeypatch.setenv("FAKE_LAYOUT", "legacy")
     build_dir = tmp_path / "build"
-    assert (
-        main(
-            [
-                "build",
-                "--llvm",
-                str(fake_llvm),
-                "--build-dir",
-                str(build_dir),
-                "-j",
-                "1",
-            ]
-        )
-        == 0
-    )
+    assert build_fake(fake_llvm, build_dir, "-j", "1") == 0
     out, _ = capfd.readouterr()
     assert f"built {', '.join(LEGACY)}, omptarget in" in out
     packager = build_dir / "bin/clang-offload-packager"
@@ -248,20 +238,7 @@ def test_existing_cache_is_respected(
     cmake += [f"-D{'CMAKE' if s.startswith('BUILD') else 'LLVM'}_{s}" for s in settings]
     subprocess.run(cmake, check=True, capture_output=True)
     capfd.readouterr()
-    assert (
-        main(
-            [
-                "build",
-                "--llvm",
-                str(fake_llvm),
-                "--build-dir",
-                str(build_dir),
-                "-j",
-                "1",
-            ]
-        )
-        == 0
-    )
+    assert build_fake(fake_llvm, build_dir, "-j", "1") == 0
     out, _ = capfd.readouterr()
     assert (
         f"note: existing cache in {build_dir}: CMAKE_BUILD_TYPE is 'Debug' "
@@ -286,7 +263,7 @@ def test_cache_of_another_tree_or_generator_is_refused(
         check=True,
         capture_output=True,
     )
-    assert main(["build", "--llvm", str(fake_llvm), "--build-dir", str(build_dir)]) == 2
+    assert build_fake(fake_llvm, build_dir) == 2
     assert (
         f"is configured for {other}/llvm, not {fake_llvm}/llvm"
         in capfd.readouterr().err
@@ -305,7 +282,7 @@ def test_cache_of_another_tree_or_generator_is_refused(
         check=True,
         capture_output=True,
     )
-    assert main(["build", "--llvm", str(fake_llvm), "--build-dir", str(makefiles)]) == 2
+    assert build_fake(fake_llvm, makefiles) == 2
     assert (
         "uses the 'Unix Makefiles' generator; kdl builds with Ninja"
         in capfd.readouterr().err
