@@ -149,6 +149,15 @@ def test_apply_is_detected_by_patch_id_not_subject(
     assert states == ["applied", "applied", "edited"]
 
 
+def refused(capsys: pytest.CaptureFixture[str], llvm: Path, series: SeriesDir) -> str:
+    """Run apply, expect a refusal (exit 1) that left the checkout untouched."""
+    before = snapshot(llvm)
+    status, _, err = apply(capsys, llvm, series)
+    assert status == 1, err
+    assert snapshot(llvm) == before
+    return err
+
+
 def move_hunks_and_change_context(llvm: Path) -> None:
     """Commit lines that move every hunk, and a context change that needs 3-way."""
     commit_on_main(llvm, OFFLOAD_BINARY, "// Local note.\n// Another one.\n")
@@ -301,11 +310,8 @@ def test_dirty_tree_is_refused(
     capsys: pytest.CaptureFixture[str], llvm: Path, series: SeriesDir
 ) -> None:
     (llvm / OFFLOAD_API).write_text("changed\n")
-    before = snapshot(llvm)
-    status, _, err = apply(capsys, llvm, series)
-    assert status == 1
+    err = refused(capsys, llvm, series)
     assert f"uncommitted changes to tracked files ({OFFLOAD_API})" in err
-    assert snapshot(llvm) == before
     git(llvm, "checkout", OFFLOAD_API)
     git(llvm, "rm", "--quiet", "--cached", "llvm/CMakeLists.txt")  # staged only
     status, _, err = apply(capsys, llvm, series)
@@ -352,11 +358,8 @@ def test_operation_in_progress_is_refused(
         commit_on_main(llvm, OFFLOAD_API, "// main\n")
         git(llvm, operation, "side", check=False)
         expected = f"a {operation} is in progress"
-    before = snapshot(llvm)
-    status, _, err = apply(capsys, llvm, series)
-    assert status == 1
+    err = refused(capsys, llvm, series)
     assert expected in err
-    assert snapshot(llvm) == before
 
 
 def test_foreign_branch_of_the_same_name_is_refused(
@@ -371,11 +374,8 @@ def test_foreign_branch_of_the_same_name_is_refused(
     assert apply(capsys, llvm, series)[0] == 0
     commit_on_main(llvm, OFFLOAD_API, "// mine\n", message="My own work")
     git(llvm, "checkout", "--quiet", "main")
-    before = snapshot(llvm)
-    status, _, err = apply(capsys, llvm, series)
-    assert status == 1
+    err = refused(capsys, llvm, series)
     assert "has commits that are not the series'" in err and "My own work" in err
-    assert snapshot(llvm) == before
 
 
 def test_detached_head_with_unreachable_commits_is_refused(
@@ -383,11 +383,8 @@ def test_detached_head_with_unreachable_commits_is_refused(
 ) -> None:
     git(llvm, "checkout", "--quiet", "--detach")
     commit_on_main(llvm, OFFLOAD_API, "// detached work\n")
-    before = snapshot(llvm)
-    status, _, err = apply(capsys, llvm, series)
-    assert status == 1
+    err = refused(capsys, llvm, series)
     assert "commits that no branch holds" in err
-    assert snapshot(llvm) == before
 
 
 def test_detached_head_that_a_branch_holds_is_fine(
@@ -410,13 +407,10 @@ def test_conflict_returns_to_a_detached_head(
     )
     git(llvm, "branch", "keep")
     head = git(llvm, "rev-parse", "HEAD").strip()
-    before = snapshot(llvm)
-    status, _, err = apply(capsys, llvm, series)
-    assert status == 1
+    err = refused(capsys, llvm, series)
     assert f"nothing changed: {BRANCH} was removed, {head} is checked out again" in err
     assert git(llvm, "rev-parse", "HEAD").strip() == head
     assert git(llvm, "symbolic-ref", "-q", "HEAD", check=False) == ""
-    assert snapshot(llvm) == before
 
 
 def test_unknown_identity_is_refused(
@@ -429,11 +423,8 @@ def test_unknown_identity_is_refused(
         monkeypatch.delenv(f"GIT_{who}_NAME")
         monkeypatch.delenv(f"GIT_{who}_EMAIL")
     monkeypatch.setenv("EMAIL", "")
-    before = snapshot(llvm)
-    status, _, err = apply(capsys, llvm, series)
-    assert status == 1
+    err = refused(capsys, llvm, series)
     assert "git cannot commit here" in err and "set user.name and user.email" in err
-    assert snapshot(llvm) == before
 
 
 def test_failing_hook_is_not_called_a_conflict(
