@@ -55,12 +55,23 @@ def kdl(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     return status, out, err
 
 
+def on_series(
+    capsys: pytest.CaptureFixture[str],
+    command: str,
+    llvm: Path,
+    series: SeriesDir,
+    *extra: str,
+) -> tuple[int, str, str]:
+    """``kdl COMMAND --llvm LLVM --series SERIES [EXTRA...]``, in process."""
+    return kdl(
+        capsys, command, "--llvm", str(llvm), "--series", str(series.series), *extra
+    )
+
+
 def apply(
     capsys: pytest.CaptureFixture[str], llvm: Path, series: SeriesDir, *extra: str
 ) -> tuple[int, str, str]:
-    return kdl(
-        capsys, "apply", "--llvm", str(llvm), "--series", str(series.series), *extra
-    )
+    return on_series(capsys, "apply", llvm, series, *extra)
 
 
 def commit_on_main(
@@ -141,9 +152,7 @@ def test_apply_is_detected_by_patch_id_not_subject(
     status, out, _ = apply(capsys, llvm, series)
     assert status == 0
     assert f"{P3}: already applied (edited on the branch, not exported)" in out
-    code, out, _ = kdl(
-        capsys, "status", "--llvm", str(llvm), "--series", str(series.series), "--json"
-    )
+    code, out, _ = on_series(capsys, "status", llvm, series, "--json")
     assert code == 0
     states = [p["state"] for p in json.loads(out)["patches"]]
     assert states == ["applied", "applied", "edited"]
@@ -571,9 +580,7 @@ def test_revert_returns_to_the_base(
 ) -> None:
     assert apply(capsys, llvm, series)[0] == 0
     old = git(llvm, "rev-parse", "HEAD").strip()
-    status, out, err = kdl(
-        capsys, "revert", "--llvm", str(llvm), "--series", str(series.series)
-    )
+    status, out, err = on_series(capsys, "revert", llvm, series)
     assert status == 0, err
     assert out.count("  dropped ") == 3
     assert (
@@ -581,9 +588,7 @@ def test_revert_returns_to_the_base(
     )
     assert git(llvm, "rev-parse", "HEAD").strip() == series.base
     assert git(llvm, "status", "--porcelain") == ""
-    status, out, _ = kdl(
-        capsys, "revert", "--llvm", str(llvm), "--series", str(series.series)
-    )
+    status, out, _ = on_series(capsys, "revert", llvm, series)
     assert status == 0 and "nothing to revert" in out
     status, out, _ = apply(capsys, llvm, series)
     assert status == 0 and "3 applied, 0 already applied\n" in out
@@ -595,15 +600,11 @@ def test_revert_refuses_foreign_commits_unless_forced(
     assert apply(capsys, llvm, series)[0] == 0
     commit_on_main(llvm, OFFLOAD_API, "// mine\n", message="My own work")
     before = snapshot(llvm)
-    status, _, err = kdl(
-        capsys, "revert", "--llvm", str(llvm), "--series", str(series.series)
-    )
+    status, _, err = on_series(capsys, "revert", llvm, series)
     assert status == 1
     assert "commits that are not the series'" in err and "My own work" in err
     assert snapshot(llvm) == before
-    status, out, _ = kdl(
-        capsys, "revert", "--llvm", str(llvm), "--series", str(series.series), "--force"
-    )
+    status, out, _ = on_series(capsys, "revert", llvm, series, "--force")
     assert status == 0
     assert "My own work (not in the series)" in out
     assert git(llvm, "rev-parse", "HEAD").strip() == series.base
@@ -620,9 +621,7 @@ def test_revert_keeps_unexported_edits_but_not_stale_patches(
             "+// Images are ranked by variant_priority.", "+// Images are ranked."
         )
     )
-    _, out, _ = kdl(
-        capsys, "status", "--llvm", str(llvm), "--series", str(series.series)
-    )
+    _, out, _ = on_series(capsys, "status", llvm, series)
     assert f"  stale    {P3}" in out
     # An edit on the branch that was not exported is kept unless --force.
     git(llvm, "checkout", "--quiet", "HEAD~1")
@@ -633,19 +632,15 @@ def test_revert_keeps_unexported_edits_but_not_stale_patches(
     git(llvm, "cherry-pick", f"{BRANCH}")
     git(llvm, "branch", "-f", BRANCH, "HEAD")
     git(llvm, "checkout", "--quiet", BRANCH)
-    status, _, err = kdl(
-        capsys, "revert", "--llvm", str(llvm), "--series", str(series.series)
-    )
+    status, _, err = on_series(capsys, "revert", llvm, series)
     assert status == 1
     assert "edits not exported" in err and "Check image metadata" in err
     assert (
-        kdl(
+        on_series(
             capsys,
             "revert",
-            "--llvm",
-            str(llvm),
-            "--series",
-            str(series.series),
+            llvm,
+            series,
             "--force",
         )[0]
         == 0
@@ -663,9 +658,7 @@ def test_status_reports_patches_and_distance(
     commit_on_main(llvm, "llvm/CMakeLists.txt", "# one\n")
     commit_on_main(llvm, "llvm/CMakeLists.txt", "# two\n")
     git(llvm, "checkout", "--quiet", BRANCH)
-    _, out, _ = kdl(
-        capsys, "status", "--llvm", str(llvm), "--series", str(series.series), "--json"
-    )
+    _, out, _ = on_series(capsys, "status", llvm, series, "--json")
     doc = json.loads(out)
     assert doc["branch"] == BRANCH and doc["kdl_branch"] is True
     assert doc["base"] == {
@@ -676,51 +669,40 @@ def test_status_reports_patches_and_distance(
     assert (doc["ahead"], doc["behind"]) == (3, 2)
     assert [p["state"] for p in doc["patches"]] == ["applied"] * 3
     assert doc["other_commits"] == []
-    _, out, _ = kdl(
-        capsys, "status", "--llvm", str(llvm), "--series", str(series.series)
-    )
+    _, out, _ = on_series(capsys, "status", llvm, series)
     assert f"{BRANCH}: base {series.base[:12]}, 3 commit(s) ahead, 2 behind main" in out
     assert "status: 3 applied" in out
     # Rebased onto the new main: the base follows.
     git(llvm, "rebase", "--quiet", "main")
     doc = json.loads(
-        kdl(
+        on_series(
             capsys,
             "status",
-            "--llvm",
-            str(llvm),
-            "--series",
-            str(series.series),
+            llvm,
+            series,
             "--json",
         )[1]
     )
     assert doc["base"]["commit"] == git(llvm, "rev-parse", "main").strip()
     assert (doc["ahead"], doc["behind"]) == (3, 0)
-    assert (
-        kdl(capsys, "revert", "--llvm", str(llvm), "--series", str(series.series))[0]
-        == 0
-    )
+    assert on_series(capsys, "revert", llvm, series)[0] == 0
     assert git(llvm, "rev-parse", "HEAD") == git(llvm, "rev-parse", "main")
 
 
 def test_status_off_a_kdl_branch(
     capsys: pytest.CaptureFixture[str], llvm: Path, series: SeriesDir
 ) -> None:
-    status, out, _ = kdl(
-        capsys, "status", "--llvm", str(llvm), "--series", str(series.series)
-    )
+    status, out, _ = on_series(capsys, "status", llvm, series)
     assert status == 0
     assert "main: not a branch made by kdl apply" in out
     assert "status: 3 missing" in out
     git(llvm, "am", "--keep-non-patch", str(series.dir / series.names[0]))
     doc = json.loads(
-        kdl(
+        on_series(
             capsys,
             "status",
-            "--llvm",
-            str(llvm),
-            "--series",
-            str(series.series),
+            llvm,
+            series,
             "--json",
         )[1]
     )
@@ -736,9 +718,7 @@ def test_check_classifies_without_touching_anything(
     move_hunks_and_change_context(llvm)
     before = snapshot(llvm)
     index = (llvm / ".git/index").read_bytes()
-    status, out, err = kdl(
-        capsys, "check", "--llvm", str(llvm), "--series", str(series.series)
-    )
+    status, out, err = on_series(capsys, "check", llvm, series)
     assert status == 0, out + err
     assert f"{P1}: offset: hunks moved by up to 2 lines" in out
     assert f"{P2}: 3-way: context changed in" in out
@@ -757,9 +737,7 @@ def test_check_reports_failures_fuzz_and_applied(
     commit_on_main(
         llvm, OFFLOAD_BINARY, "/// A plain binary", old="/// A simple binary"
     )
-    status, out, _ = kdl(
-        capsys, "check", "--llvm", str(llvm), "--series", str(series.series)
-    )
+    status, out, _ = on_series(capsys, "check", llvm, series)
     assert status == 1
     assert f"{P2}: fails: 3-way merge conflicts in {OFFLOAD_BINARY}" in out
     assert f"{OFFLOAD_BINARY}: made against llvm/llvm-project {series.base}" in out
@@ -767,17 +745,13 @@ def test_check_reports_failures_fuzz_and_applied(
     # On the applied branch, the default base is the branch's base; HEAD has them all.
     git(llvm, "reset", "--quiet", "--hard", "HEAD~1")
     assert apply(capsys, llvm, series)[0] == 0
-    status, out, _ = kdl(
-        capsys, "check", "--llvm", str(llvm), "--series", str(series.series)
-    )
+    status, out, _ = on_series(capsys, "check", llvm, series)
     assert status == 0 and f"(the base of {BRANCH})" in out
-    status, out, _ = kdl(
+    status, out, _ = on_series(
         capsys,
         "check",
-        "--llvm",
-        str(llvm),
-        "--series",
-        str(series.series),
+        llvm,
+        series,
         "--base",
         "HEAD",
     )
@@ -842,9 +816,7 @@ def test_export_round_trip_is_byte_identical(
     series.series.write_text(text.replace("0002-", "# about 0002\n0002-", 1))
     before = _tree(series.dir)
     assert apply(capsys, llvm, series)[0] == 0
-    status, out, err = kdl(
-        capsys, "export", "--llvm", str(llvm), "--series", str(series.series)
-    )
+    status, out, err = on_series(capsys, "export", llvm, series)
     assert status == 0, err
     assert out.count(": unchanged") == 3
     assert "0 file(s) changed" in out
@@ -871,9 +843,7 @@ def test_export_round_trip_ignores_user_config(
             f.writelines(f"\t{pair.replace('=', ' = ', 1)}\n" for pair in pairs.split())
     assert apply(capsys, llvm, series)[0] == 0
     assert "Message-Id" not in git(llvm, "log", "-1", "--format=%B")
-    status, _, err = kdl(
-        capsys, "export", "--llvm", str(llvm), "--series", str(series.series)
-    )
+    status, _, err = on_series(capsys, "export", llvm, series)
     assert status == 0, err
     assert _tree(series.dir) == before
 
@@ -892,9 +862,7 @@ def test_export_writes_edits_and_new_commits(
     )
     git(llvm, "add", "-A")
     git(llvm, "commit", "--quiet", "-m", "[Offload] Document ranked selection")
-    status, out, err = kdl(
-        capsys, "export", "--llvm", str(llvm), "--series", str(series.series)
-    )
+    status, out, err = on_series(capsys, "export", llvm, series)
     assert status == 0, err
     assert f"{P3}: updated" in out
     assert f"{P4}: new" in out
@@ -913,22 +881,18 @@ def test_export_writes_edits_and_new_commits(
     assert b"+// refined" in after[P3]
     # The refreshed series is what the branch holds: status agrees, revert is allowed.
     doc = json.loads(
-        kdl(
+        on_series(
             capsys,
             "status",
-            "--llvm",
-            str(llvm),
-            "--series",
-            str(series.series),
+            llvm,
+            series,
             "--json",
         )[1]
     )
     assert [p["state"] for p in doc["patches"]] == ["applied"] * 4
     # Dropping a commit on the branch removes its patch file.
     git(llvm, "reset", "--quiet", "--hard", "HEAD~1")
-    status, out, _ = kdl(
-        capsys, "export", "--llvm", str(llvm), "--series", str(series.series)
-    )
+    status, out, _ = on_series(capsys, "export", llvm, series)
     assert f"{P4}: removed" in out
     assert not (series.dir / P4).exists()
 
@@ -944,9 +908,7 @@ def test_export_refuses_to_overwrite_uncommitted_patches(
     git(llvm, "commit", "--quiet", "--amend", "-a", "--no-edit")
     patch = series.dir / series.names[2]
     patch.write_text(patch.read_text() + "\n")
-    status, _, err = kdl(
-        capsys, "export", "--llvm", str(llvm), "--series", str(series.series)
-    )
+    status, _, err = on_series(capsys, "export", llvm, series)
     assert status == 1
     assert f"uncommitted changes to {series.names[2]} would be overwritten" in err
 
@@ -954,9 +916,7 @@ def test_export_refuses_to_overwrite_uncommitted_patches(
 def test_export_needs_a_kdl_branch(
     capsys: pytest.CaptureFixture[str], llvm: Path, series: SeriesDir
 ) -> None:
-    status, _, err = kdl(
-        capsys, "export", "--llvm", str(llvm), "--series", str(series.series)
-    )
+    status, _, err = on_series(capsys, "export", llvm, series)
     assert status == 1
     assert "HEAD is main at" in err and "not a branch made by kdl apply" in err
 
