@@ -25,6 +25,10 @@ APT_PACKAGES = (
     "llvm-22-dev",
     "llvm-22-tools",
     "clang-22",
+    # clang-linker-wrapper: clang -fopenmp cannot link offloading code without it.
+    "clang-tools-22",
+    # ld.lld: AMDGPU code objects are linked before a plugin loads them.
+    "lld-22",
     "liboffload-22-dev",
     "libomp-22-dev",
     "libgtest-dev",

@@ -52,11 +52,11 @@ class Overlay:
     build_dir: Path
     #: ``bin/kdl-select``, the workspace driver.
     select_tool: Path
-    #: ``bin/OffloadMetadataTests``, the series' unit tests (gtest).
+    #: ``bin/ImageRankingTests``, the series' unit tests (gtest).
     unittests: Path
     #: The series' headers as extracted (``src/llvm/include``).
     include_dir: Path
-    #: ``lib/libKDLOffloadMetadata.a``, the series' OffloadMetadata.cpp.
+    #: ``lib/libKDLImageRanking.a``, the series' ImageRanking.cpp.
     library: Path
     bin_dir: Path
     #: ``PATCH: PATH`` for each file of the series that is not compiled here.
@@ -68,9 +68,9 @@ def _layout(build_dir: Path, not_built: list[str]) -> Overlay:
     return Overlay(
         build_dir=build_dir,
         select_tool=bin_dir / "kdl-select",
-        unittests=bin_dir / "OffloadMetadataTests",
+        unittests=bin_dir / "ImageRankingTests",
         include_dir=build_dir / "src" / "llvm" / "include",
-        library=build_dir / "lib" / "libKDLOffloadMetadata.a",
+        library=build_dir / "lib" / "libKDLImageRanking.a",
         bin_dir=bin_dir,
         not_built=not_built,
     )

@@ -9,9 +9,11 @@
         new  llvm/docs/OffloadBinaryMetadata.rst
 
 A patch line is followed by one indented line per file its hunks touch:
-``base PATH COMMIT`` for an upstream file whose base text was read at
-llvm/llvm-project COMMIT, ``new PATH`` for a file the patch creates. Every
-file in the patch's diff must be listed, and nothing else.
+``base PATH COMMIT [REPO]`` for an upstream file whose base text was read at
+COMMIT of REPO (llvm/llvm-project when left out; a fork that tracks main
+where no llvm/llvm-project version qualified), ``new PATH`` for a file the
+patch creates. Every file in the patch's diff must be listed, and nothing
+else. Comments say why each base was chosen.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ class FileBase:
 
     path: str
     commit: str | None  # None: the patch creates the file
+    repo: str = "llvm/llvm-project"
 
     @property
     def is_new(self) -> bool:
@@ -118,13 +121,13 @@ def load(series_file: Path | None = None) -> Series:
         words = line.split()
         if not patches:
             raise FormatError(where, f"line {lineno}: file line before any patch")
-        if words[0] == "base" and len(words) == 3 and _COMMIT.match(words[2]):
-            patches[-1].files.append(FileBase(words[1], words[2]))
+        if words[0] == "base" and len(words) in (3, 4) and _COMMIT.match(words[2]):
+            patches[-1].files.append(FileBase(words[1], words[2], *words[3:]))
         elif words[0] == "new" and len(words) == 2:
             patches[-1].files.append(FileBase(words[1], None))
         else:
             raise FormatError(
-                where, f"line {lineno}: expected 'base PATH COMMIT' or 'new PATH'"
+                where, f"line {lineno}: expected 'base PATH COMMIT [REPO]' or 'new PATH'"
             )
     if not name:
         raise FormatError(where, "missing 'name:' line")

@@ -141,18 +141,31 @@ try:
 except OSError:
     pass
 config.substitutions.append(("%kdl-python", python_cmd))
+# %cubin OUT sm_XY[a]: the ELF header of a cubin (Inputs/cubin.py says why).
+config.substitutions.append(
+    (
+        "%cubin",
+        f"{shlex.quote(sys.executable)} "
+        + shlex.quote(os.path.join(config.test_source_root, "Inputs", "cubin.py")),
+    )
+)
 config.substitutions.append(("%kdl-inspect", kdl_cmd + " inspect"))
 config.substitutions.append(("%kdl-select", kdl_select_cmd))
 
 required = [
     ToolSubst("llvm-offload-binary", unresolved="fatal"),
+    # AMDGPU code objects: llvm-mc assembles, ld.lld links (the plugins load
+    # only linked objects); llc and llvm-as write real PTX and bitcode.
+    ToolSubst("llvm-mc", unresolved="fatal"),
+    ToolSubst("ld.lld", unresolved="fatal"),
+    ToolSubst("llc", unresolved="fatal"),
+    ToolSubst("llvm-as", unresolved="fatal"),
 ]
 kdl_tools = [
     ToolSubst("kdl-select", unresolved="fatal"),
 ]
 optional = [
     ToolSubst("%clang", FindTool("clang"), unresolved="ignore"),
-    ToolSubst("llvm-mc", unresolved="ignore"),
     ToolSubst("llvm-objdump", unresolved="ignore"),
     ToolSubst("llvm-readelf", unresolved="ignore"),
     ToolSubst("llvm-objcopy", unresolved="ignore"),

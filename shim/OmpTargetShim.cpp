@@ -104,16 +104,17 @@ static std::unique_ptr<Filtered> filter(__tgt_bin_desc *Desc) {
     Cands.push_back(std::move(Raw));
   }
 
-  // Number the images that have metadata (the ones that can be ranked) and
-  // note which device families they are built for.
+  // Every image is ranked, with the keys of its OffloadBinary where it has
+  // one: the device family comes from the image's triple, or from its ELF
+  // machine for a raw image (what clang's OpenMP wrapper registers).
   std::vector<const Candidate *> Ranked;
   std::set<DeviceFamily> Families;
   for (Candidate &C : Cands) {
-    C.Index = C.Binary ? Ranked.size() : ~0u;
-    if (!C.Binary)
+    C.Index = C.MetadataOnly ? ~0u : Ranked.size();
+    if (C.MetadataOnly)
       continue;
     Ranked.push_back(&C);
-    Families.insert(familyOf(Triple(C.Binary->getTriple())));
+    Families.insert(familyOf(C));
   }
 
   std::optional<std::string> Tag = tagOverride();
@@ -143,8 +144,7 @@ static std::unique_ptr<Filtered> filter(__tgt_bin_desc *Desc) {
   std::set<int32_t> PassedThrough;
   for (const Candidate &C : Cands) {
     const __tgt_device_image &Orig = Desc->DeviceImages[C.DescImage];
-    bool Undecided =
-        !C.Binary || !Decided.count(familyOf(Triple(C.Binary->getTriple())));
+    bool Undecided = C.MetadataOnly || !Decided.count(familyOf(C));
     if (Undecided) {
       if (PassedThrough.insert(C.DescImage).second)
         F->Images.push_back(Orig);

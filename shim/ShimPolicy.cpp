@@ -7,10 +7,12 @@
 //===----------------------------------------------------------------------===//
 
 #include "ShimPolicy.h"
+#include "PluginCompat.h"
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/SmallVector.h"
-#include "llvm/Object/OffloadMetadata.h"
+#include "llvm/Frontend/Offloading/ImageRanking.h"
+#include "llvm/Object/ObjectFile.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdio>
@@ -18,82 +20,95 @@
 
 using namespace llvm;
 using namespace llvm::object;
+using namespace llvm::offloading;
 
 namespace kdl {
 namespace shim {
 
-static bool isFeatureToken(StringRef S) {
-  return !S.empty() && S.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                           "abcdefghijklmnopqrstuvwxyz"
-                                           "0123456789_.+-") == StringRef::npos;
+static ImageKeys getKeys(const Candidate &C) {
+  if (!C.Binary)
+    return {};
+  const OffloadBinary &B = *C.Binary;
+  return {B.getString("variant_priority"), B.getString("variant_tag"),
+          B.getString("min_sm"), B.getString("min_gfx"),
+          B.getString("requires_features")};
 }
 
-/// "rank 1, native-exact, priority 5, tag 'fast'" for a compatible image.
-static void describeRanked(raw_ostream &OS, const RankedImage &RI) {
-  OS << "rank " << RI.Rank << ", " << getImageTierName(RI.Result.Tier);
-  if (RI.Priority)
-    OS << ", priority " << *RI.Priority;
-  if (RI.Tag)
-    OS << ", tag '" << *RI.Tag << "'";
+DeviceFamily familyOf(const Candidate &C) {
+  if (C.Binary)
+    return familyOf(Triple(C.Binary->getTriple()));
+  Expected<std::unique_ptr<ObjectFile>> Obj = ObjectFile::createObjectFile(
+      MemoryBufferRef(C.Image, ""));
+  if (!Obj) {
+    consumeError(Obj.takeError());
+    return DeviceFamily::Unknown;
+  }
+  Triple T = (*Obj)->makeTriple();
+  if (T.isNVPTX() || (*Obj)->getArch() == Triple::nvptx64)
+    return DeviceFamily::Cuda;
+  return familyOf(T);
 }
 
 Selection selectImage(const DeviceInfo &Device,
                       ArrayRef<const Candidate *> Candidates,
                       std::optional<StringRef> Tag) {
   Selection S;
-  SmallVector<StringRef, 32> Features;
-  for (const std::string &F : Device.Features)
-    if (isFeatureToken(F))
-      Features.push_back(F);
-  Expected<OffloadDevice> Dev =
-      OffloadDevice::create(Device.Triple, Device.Arch, Features);
-  if (!Dev) {
-    S.Error =
-        "cannot describe " + Device.Label + ": " + toString(Dev.takeError());
-    return S;
+  PluginDevice Plugin{Triple(Device.Triple), Device.Arch, Device.Arch};
+  SmallVector<StringRef, 16> Features(Device.Features.begin(),
+                                      Device.Features.end());
+  ImageDevice Dev{Device.Arch, std::nullopt};
+  if (!Features.empty())
+    Dev.Features = ArrayRef(Features);
+
+  // What the plugin accepts, in the order the runtime would try it.
+  SmallVector<ImageCandidate, 8> Accepted;
+  SmallVector<const Candidate *, 8> AcceptedFrom;
+  SmallVector<std::pair<const Candidate *, std::string>, 8> Rejected;
+  for (const Candidate *C : Candidates) {
+    std::string Why;
+    if (pluginAccepts(C->Image, Plugin, Why)) {
+      Accepted.push_back({C->Image, getKeys(*C)});
+      AcceptedFrom.push_back(C);
+    } else {
+      Rejected.push_back({C, std::move(Why)});
+    }
   }
 
-  SmallVector<const OffloadBinary *, 8> Images;
-  for (const Candidate *C : Candidates)
-    Images.push_back(C->Binary.get());
-  OffloadImageRanking Ranking =
-      rankOffloadImages(Images, *Dev, Tag ? *Tag : StringRef());
-
   raw_string_ostream OS(S.Report);
-  OS << "image selection for " << Ranking.Device << " (" << Device.Label << ")";
+  OS << "image selection for " << Device.Triple << " " << Device.Arch << " ("
+     << Device.Label << ")";
   if (Tag)
     OS << " with variant_tag=" << *Tag;
   OS << ": ";
-  if (Ranking.Selected) {
-    const RankedImage &Best = Ranking.Images[*Ranking.Selected];
-    OS << "image " << Candidates[Best.Index]->Index << " (";
-    describeRanked(OS, Best);
-    OS << ")";
-  } else {
+  if (Accepted.empty()) {
     OS << "no image";
-  }
-  for (const RankedImage &RI : Ranking.Images) {
-    if (Ranking.Selected && RI.Index == *Ranking.Selected)
-      continue;
-    OS << "; image " << Candidates[RI.Index]->Index << ": ";
-    if (RI.Result) {
-      OS << "out-ranked (";
-      describeRanked(OS, RI);
-      OS << ")";
-    } else {
-      OS << "rejected (" << getImageCompatibilityName(RI.Result.Reason) << ": ";
-      RI.Result.printDetail(OS);
-      OS << ")";
-    }
-  }
-  OS.flush();
-
-  Expected<size_t> Selected = Ranking.getSelected();
-  if (!Selected) {
-    S.Error = toString(Selected.takeError());
+    raw_string_ostream Err(S.Error);
+    Err << "no compatible image for " << Device.Label << "; available:";
+    for (auto [C, Why] : Rejected)
+      Err << " [" << C->Index << "] " << Why << ";";
+    S.Error.pop_back();
     return S;
   }
-  S.Selected = Candidates[*Selected]->Index;
+
+  ImageSelection Choice = offloading::selectImage(Accepted, Dev,
+                                                  Tag ? *Tag : StringRef());
+  S.Selected = AcceptedFrom[Choice.Index]->Index;
+  OS << "image " << *S.Selected << " (";
+  describeImage(OS, Accepted[Choice.Index], Dev);
+  OS << ")";
+  if (Choice.Kind == ImageSelectionKind::FirstUnranked)
+    OS << ", kept: the first compatible image cannot be ranked";
+  if (Choice.TagIgnored)
+    OS << ", no image has the tag";
+  for (auto [I, C] : enumerate(AcceptedFrom)) {
+    if (I == Choice.Index)
+      continue;
+    OS << "; image " << C->Index << ": not chosen (";
+    describeImage(OS, Accepted[I], Dev);
+    OS << ")";
+  }
+  for (auto [C, Why] : Rejected)
+    OS << "; image " << C->Index << ": rejected (" << Why << ")";
   return S;
 }
 

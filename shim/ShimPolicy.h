@@ -6,10 +6,11 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// The choice itself is the series' library (llvm/Object/OffloadMetadata.h):
-// this file only adapts the shim's candidates to it, applies the user's tag
-// override and words the one line per device that explains the choice, in
-// the same words the runtime patch prints under LIBOMPTARGET_INFO.
+// The choice itself is the series' library
+// (llvm/Frontend/Offloading/ImageRanking.h), over the images the device's
+// plugin accepts (overlay/compat/PluginCompat.h): this file only adapts the
+// shim's candidates to it, applies the user's tag override and words the one
+// line per device that explains the choice.
 //
 //===----------------------------------------------------------------------===//
 
@@ -46,6 +47,10 @@ struct Selection {
 Selection selectImage(const DeviceInfo &Device,
                       llvm::ArrayRef<const Candidate *> Candidates,
                       std::optional<llvm::StringRef> Tag);
+
+/// The device family \p C is built for: from the triple of its OffloadBinary
+/// entry, or from the ELF machine of a raw image.
+DeviceFamily familyOf(const Candidate &C);
 
 /// KDL_INFO=1 (or a non-zero LIBOMPTARGET_INFO when \p OpenMP).
 bool infoEnabled(bool OpenMP);

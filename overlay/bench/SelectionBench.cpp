@@ -10,10 +10,16 @@
 // costs:
 //
 //   parse       extractOffloadBinaries() over the whole file in memory
-//   check       isMetadataCompatible() for every image against the device
-//   ranked      rankOffloadImages() on the parsed images (the proposal)
-//   first_wins  today's policy on the same parsed images: the first image
-//               whose triple and architecture pass the existing test
+//   check       the plugin's acceptance test (compat/PluginCompat.h) on
+//               every image
+//   ranked      series v2 on the parsed images: the acceptance test on every
+//               image, then offloading::selectImage() over the accepted ones
+//   first_wins  today's registerLib loop on the same parsed images: the
+//               acceptance test until the first image that passes
+//
+// ranked and first_wins run the same acceptance code, so the difference
+// between them is what ranking adds: testing the images after the first
+// accepted one, and ordering the accepted ones.
 //
 // The four run interleaved: each round times one batch of each, in an order
 // that rotates from round to round, so that noise on a shared machine hits
@@ -32,11 +38,13 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "PluginCompat.h"
+
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
+#include "llvm/Frontend/Offloading/ImageRanking.h"
 #include "llvm/Object/OffloadBinary.h"
-#include "llvm/Object/OffloadMetadata.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/JSON.h"
@@ -57,6 +65,7 @@
 
 using namespace llvm;
 using namespace llvm::object;
+using namespace llvm::offloading;
 
 static cl::OptionCategory BenchCategory("kdl-selection-bench options");
 static cl::opt<std::string> ManifestPath("manifest", cl::Required,
@@ -81,55 +90,40 @@ static uint64_t nowNs() {
       .count();
 }
 
-namespace {
-/// The device as today's loop sees it: a triple and a CUDA compute
-/// capability (0 when the arch is not sm_XY).
-struct LegacyDevice {
-  Triple TheTriple;
-  std::string Arch;
-  unsigned Major = 0;
-  unsigned Minor = 0;
-};
-} // namespace
-
-/// Split "sm_XY" into X and Y (sm_100 is 10.0). False for anything else,
-/// including the "a" and "f" suffixed targets.
-static bool parseSM(StringRef Arch, unsigned &Major, unsigned &Minor) {
-  unsigned SM;
-  if (!Arch.consume_front("sm_") || Arch.consumeInteger(10, SM) ||
-      !Arch.empty() || SM < 10)
-    return false;
-  Major = SM / 10;
-  Minor = SM % 10;
-  return true;
+static ImageKeys getKeys(const OffloadBinary &Binary) {
+  return {Binary.getString("variant_priority"), Binary.getString("variant_tag"),
+          Binary.getString("min_sm"), Binary.getString("min_gfx"),
+          Binary.getString("requires_features")};
 }
 
-/// Today's policy. libomptarget's PluginManager::registerLib
-/// (offload/libomptarget/PluginManager.cpp, #139147) loads, per device, the
-/// first image the plugin accepts. For a CUDA device the plugin's test
-/// (isELFCompatible in offload/plugins-nextgen/cuda/src/rtl.cpp) accepts an
-/// sm_XY cubin on compute capability X.Z when Z >= Y. Here the triple and the
-/// arch come from the image's string map instead of the ELF header: the
-/// triple must be compatible (Triple::isCompatibleWith, as
-/// areTargetsCompatible does), then the arch passes the CUDA rule, or, for
-/// other targets, equals the device's or is "generic".
+/// Today's policy: libomptarget's PluginManager::registerLib loads, per
+/// device, the first image the plugin accepts.
 static std::optional<size_t> firstCompatibleWins(ArrayRef<OffloadFile> Files,
-                                                 const LegacyDevice &Dev) {
-  for (size_t I = 0, E = Files.size(); I != E; ++I) {
-    const OffloadBinary &Image = *Files[I].getBinary();
-    if (!Triple(Image.getTriple()).isCompatibleWith(Dev.TheTriple))
-      continue;
-    StringRef Arch = Image.getArch();
-    unsigned Major, Minor;
-    if (Dev.Major && parseSM(Arch, Major, Minor)) {
-      if (Major == Dev.Major && Minor <= Dev.Minor)
-        return I;
-      continue;
-    }
-    if (Arch == Dev.Arch || Arch == "generic")
+                                                 const kdl::PluginDevice &Dev) {
+  std::string Why;
+  for (size_t I = 0, E = Files.size(); I != E; ++I)
+    if (kdl::pluginAccepts(Files[I].getBinary()->getImage(), Dev, Why))
       return I;
-  }
   return std::nullopt;
+}
+
+/// Series v2: every image the plugin accepts, the best of them.
+static std::optional<size_t> ranked(ArrayRef<OffloadFile> Files,
+                                    const kdl::PluginDevice &Dev,
+                                    const ImageDevice &RankDev) {
+  std::string Why;
+  SmallVector<ImageCandidate, 8> Accepted;
+  SmallVector<size_t, 8> Index;
+  for (size_t I = 0, E = Files.size(); I != E; ++I) {
+    const OffloadBinary &B = *Files[I].getBinary();
+    if (kdl::pluginAccepts(B.getImage(), Dev, Why)) {
+      Accepted.push_back({B.getImage(), getKeys(B)});
+      Index.push_back(I);
+    }
+  }
+  if (Accepted.empty())
+    return std::nullopt;
+  return Index[selectImage(Accepted, RankDev).Index];
 }
 
 namespace {
@@ -206,8 +200,8 @@ static void writeStats(json::OStream &J, StringRef Key, const Measure &M) {
   });
 }
 
-static Error measureCase(const Case &C, const OffloadDevice &Dev,
-                         const LegacyDevice &Legacy, json::OStream &J) {
+static Error measureCase(const Case &C, const kdl::PluginDevice &Dev,
+                         const ImageDevice &RankDev, json::OStream &J) {
   ErrorOr<std::unique_ptr<MemoryBuffer>> BufOrErr =
       MemoryBuffer::getFile(C.File, /*IsText=*/false,
                             /*RequiresNullTerminator=*/false);
@@ -222,19 +216,17 @@ static Error measureCase(const Case &C, const OffloadDevice &Dev,
     return createFileError(C.File, createStringError("no offload binary"));
 
   // Check what is measured before measuring it.
-  OffloadImageRanking Ranking = rankOffloadImages(Files, Dev);
-  std::optional<size_t> First = firstCompatibleWins(Files, Legacy);
+  std::optional<size_t> Ranked = ranked(Files, Dev, RankDev);
+  std::optional<size_t> First = firstCompatibleWins(Files, Dev);
   auto AsIndex = [](std::optional<size_t> I) -> std::optional<int64_t> {
     if (!I)
       return std::nullopt;
     return static_cast<int64_t>(*I);
   };
-  if (AsIndex(Ranking.Selected) != C.ExpectRanked)
+  if (AsIndex(Ranked) != C.ExpectRanked)
     return createStringError("%s: ranked selection chose %s, expected %s",
                              C.Name.c_str(),
-                             Ranking.Selected
-                                 ? std::to_string(*Ranking.Selected).c_str()
-                                 : "none",
+                             Ranked ? std::to_string(*Ranked).c_str() : "none",
                              C.ExpectRanked
                                  ? std::to_string(*C.ExpectRanked).c_str()
                                  : "none");
@@ -246,8 +238,9 @@ static Error measureCase(const Case &C, const OffloadDevice &Dev,
                                  ? std::to_string(*C.ExpectFirstWins).c_str()
                                  : "none");
   size_t Compatible = 0;
+  std::string Why;
   for (const OffloadFile &F : Files)
-    Compatible += isMetadataCompatible(*F.getBinary(), Dev).isCompatible();
+    Compatible += kdl::pluginAccepts(F.getBinary()->getImage(), Dev, Why);
 
   std::array<Measure, 4> Measures = {{
       {"parse",
@@ -261,23 +254,21 @@ static Error measureCase(const Case &C, const OffloadDevice &Dev,
       {"check",
        [&] {
          size_t N = 0;
-         for (const OffloadFile &F : Files) {
-           ImageCompatibilityResult R =
-               isMetadataCompatible(*F.getBinary(), Dev);
-           N += R.isCompatible();
-         }
+         std::string Why;
+         for (const OffloadFile &F : Files)
+           N += kdl::pluginAccepts(F.getBinary()->getImage(), Dev, Why);
          doNotOptimize(N);
          return N;
        }},
       {"ranked",
        [&] {
-         OffloadImageRanking R = rankOffloadImages(Files, Dev);
-         doNotOptimize(R.Selected);
-         return R.Selected.value_or(0);
+         std::optional<size_t> R = ranked(Files, Dev, RankDev);
+         doNotOptimize(R);
+         return R.value_or(0);
        }},
       {"first_wins",
        [&] {
-         std::optional<size_t> R = firstCompatibleWins(Files, Legacy);
+         std::optional<size_t> R = firstCompatibleWins(Files, Dev);
          doNotOptimize(R);
          return R.value_or(0);
        }},
@@ -319,9 +310,8 @@ static Error measureCase(const Case &C, const OffloadDevice &Dev,
     J.attribute("images", static_cast<int64_t>(Files.size()));
     J.attribute("compatible_images", static_cast<int64_t>(Compatible));
     J.attributeObject("selected", [&] {
-      J.attribute("ranked", AsIndex(Ranking.Selected)
-                                ? json::Value(*AsIndex(Ranking.Selected))
-                                : json::Value(nullptr));
+      J.attribute("ranked", AsIndex(Ranked) ? json::Value(*AsIndex(Ranked))
+                                            : json::Value(nullptr));
       J.attribute("first_wins", AsIndex(First) ? json::Value(*AsIndex(First))
                                                : json::Value(nullptr));
     });
@@ -380,13 +370,11 @@ static Error run() {
       if (std::optional<StringRef> S = V.getAsString())
         Features.push_back(*S);
 
-  Expected<OffloadDevice> Dev = OffloadDevice::create(TripleName, Arch, Features);
-  if (!Dev)
-    return Dev.takeError();
-  LegacyDevice Legacy;
-  Legacy.TheTriple = Triple(TripleName);
-  Legacy.Arch = Arch.str();
-  parseSM(Arch, Legacy.Major, Legacy.Minor);
+  kdl::PluginDevice Dev{Triple(TripleName), Arch.split(':').first.str(),
+                        Arch.str()};
+  ImageDevice RankDev{Dev.Arch, std::nullopt};
+  if (!Features.empty())
+    RankDev.Features = ArrayRef(Features);
 
   Expected<std::vector<Case>> Cases = readCases(*Manifest);
   if (!Cases)
@@ -397,12 +385,12 @@ static Error run() {
   J.object([&] {
     J.attribute("rounds", static_cast<int64_t>(Rounds));
     J.attribute("sample_us", static_cast<int64_t>(SampleUs));
-    J.attribute("device", Dev->str());
+    J.attribute("device", (TripleName + " " + Arch).str());
     J.attributeArray("cases", [&] {
       for (const Case &C : *Cases) {
         if (Failure)
           break;
-        if (Error Err = measureCase(C, *Dev, Legacy, J))
+        if (Error Err = measureCase(C, Dev, RankDev, J))
           Failure = std::move(Err);
       }
     });

@@ -1,27 +1,35 @@
-//===- kdl-select.cpp - Rank the offloading images of a file for a device -===//
+//===- kdl-select.cpp - Which image of a file a device would load ---------===//
 //
-// Part of the kdl workspace, under the Apache License v2.0 with LLVM
-// Exceptions.
+// Part of the kdl project, under the Apache License v2.0 with LLVM Exceptions.
+// See https://llvm.org/LICENSE.txt for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 //===----------------------------------------------------------------------===//
 //
 // kdl-select reads the OffloadBinary images of a file (a raw binary,
 // concatenated binaries, or an object file with a .llvm.offloading section),
-// checks each against a device with llvm::object::isMetadataCompatible, ranks
-// the compatible ones and prints every verdict and the choice:
+// checks each as the device's offload plugin would (compat/PluginCompat.h),
+// orders the accepted ones with the series' ranking
+// (llvm/Frontend/Offloading/ImageRanking.h) and prints every verdict, the
+// image today's runtime loads (the first accepted) and the ranked choice:
 //
-//   image 0: rank 2 native-compatible: sm_80 cubin runs on ...
-//   image 1: rejected sm-minor-too-high: sm_89 cubin needs ...
+//   image 0: rejected: sm_80 cubin does not run on compute capability 9.0
+//   image 1: rank 2: sm_90, exact fit
+//   image 2: rank 1: sm_90a, exact fit
+//   first compatible: image 1
 //   selected: image 2
 //
-// Exit status: 0 when an image is selected, 1 when none is compatible, 2 for
-// bad arguments or an unreadable file.
+// Exit status: 0 when an image is selected, 1 when the plugin accepts none,
+// 2 for bad arguments or an unreadable file.
 //
 //===----------------------------------------------------------------------===//
 
+#include "PluginCompat.h"
+
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallString.h"
+#include "llvm/Frontend/Offloading/ImageRanking.h"
 #include "llvm/Object/OffloadBinary.h"
-#include "llvm/Object/OffloadMetadata.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/JSON.h"
@@ -29,9 +37,11 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
+#include "llvm/TargetParser/TargetParser.h"
 
 using namespace llvm;
 using namespace llvm::object;
+using namespace llvm::offloading;
 
 static cl::OptionCategory SelectCategory("kdl-select options");
 
@@ -100,92 +110,53 @@ static Expected<DeviceArgs> parseDeviceSpec(StringRef Spec) {
   return Args;
 }
 
-/// The image kind as llvm-offload-binary spells it (the file extension).
-static StringRef getKindName(ImageKind Kind) {
+static Error checkDevice(const DeviceArgs &Args) {
+  Triple T(Args.Triple);
+  if (T.isNVPTX()) {
+    unsigned SM;
+    StringRef Arch = Args.Arch;
+    if (!Arch.consume_front("sm_") || Arch.getAsInteger(10, SM))
+      return createStringError("--device: invalid NVPTX device architecture '" +
+                               Args.Arch + "': expected sm_XY such as sm_86");
+  } else if (T.isAMDGCN()) {
+    StringRef Processor = StringRef(Args.Arch).split(':').first;
+    if (AMDGPU::parseArchAMDGCN(Processor) == AMDGPU::GK_NONE)
+      return createStringError("--device: unknown AMDGPU processor '" +
+                               Processor + "'");
+  } else if (T.getArch() == Triple::UnknownArch) {
+    return createStringError("--device: unknown triple '" + Args.Triple + "'");
+  }
+  return Error::success();
+}
+
+namespace {
+/// One image of the input and the plugin's verdict on it.
+struct Verdict {
+  const OffloadBinary *Binary;
+  bool Accepted = false;
+  std::string Why;
+  /// Position among the accepted images, best first (1-based), if accepted.
+  unsigned Rank = 0;
+  ImageCandidate Candidate;
+};
+} // namespace
+
+static ImageKeys getKeys(const OffloadBinary &Binary) {
+  return {Binary.getString("variant_priority"), Binary.getString("variant_tag"),
+          Binary.getString("min_sm"), Binary.getString("min_gfx"),
+          Binary.getString("requires_features")};
+}
+
+static StringRef getSelectionName(ImageSelectionKind Kind) {
   switch (Kind) {
-  case IMG_None:
-    return "none";
-  case IMG_Object:
-    return "o";
-  case IMG_Bitcode:
-    return "bc";
-  case IMG_Cubin:
-    return "cubin";
-  case IMG_Fatbinary:
-    return "fatbin";
-  case IMG_PTX:
-    return "s";
-  case IMG_SPIRV:
-    return "spv";
-  default:
-    return "unknown";
+  case ImageSelectionKind::Single:
+    return "single";
+  case ImageSelectionKind::Ranked:
+    return "ranked";
+  case ImageSelectionKind::FirstUnranked:
+    return "first-unranked";
   }
-}
-
-static void printText(const OffloadImageRanking &Ranking) {
-  for (const RankedImage &RI : Ranking.Images) {
-    outs() << "image " << RI.Index << ": ";
-    if (RI.Rank)
-      outs() << "rank " << RI.Rank << " " << getImageTierName(RI.Result.Tier);
-    else
-      outs() << "rejected " << getImageCompatibilityName(RI.Result.Reason);
-    outs() << ": ";
-    RI.Result.printDetail(outs());
-    outs() << "\n";
-  }
-  if (Ranking.Selected)
-    outs() << "selected: image " << *Ranking.Selected << "\n";
-  else
-    outs() << "selected: none\n";
-}
-
-static void printJSON(const OffloadImageRanking &Ranking,
-                      const OffloadDevice &Device) {
-  json::OStream J(outs(), /*IndentSize=*/2);
-  J.object([&] {
-    J.attributeObject("device", [&] {
-      J.attribute("triple", Device.getTriple().str());
-      J.attribute("arch", Device.getArch());
-      J.attributeArray("features", [&] {
-        for (const std::string &Feature : Device.getFeatures())
-          J.value(Feature);
-      });
-    });
-    if (Ranking.Selected)
-      J.attribute("selected", static_cast<int64_t>(*Ranking.Selected));
-    else
-      J.attribute("selected", nullptr);
-    J.attributeArray("images", [&] {
-      for (const RankedImage &RI : Ranking.Images) {
-        J.object([&] {
-          J.attribute("index", static_cast<int64_t>(RI.Index));
-          J.attribute("triple", RI.TripleName);
-          J.attribute("arch", RI.ArchName);
-          J.attribute("kind", getKindName(RI.Kind));
-          J.attribute("compatible", RI.Rank != 0);
-          J.attribute("reason", getImageCompatibilityName(RI.Result.Reason));
-          J.attribute("detail", RI.Result.getDetail());
-          if (RI.Rank)
-            J.attribute("tier", getImageTierName(RI.Result.Tier));
-          else
-            J.attribute("tier", nullptr);
-          if (RI.Priority)
-            J.attribute("priority", static_cast<int64_t>(*RI.Priority));
-          else
-            J.attribute("priority", nullptr);
-          if (RI.Tag)
-            J.attribute("tag", *RI.Tag);
-          else
-            J.attribute("tag", nullptr);
-          if (RI.Rank)
-            J.attribute("rank", static_cast<int64_t>(RI.Rank));
-          else
-            J.attribute("rank", nullptr);
-        });
-      }
-    });
-  });
-  outs() << "\n";
+  llvm_unreachable("unknown selection kind");
 }
 
 int main(int Argc, char **Argv) {
@@ -195,7 +166,7 @@ int main(int Argc, char **Argv) {
   raw_string_ostream ParseErrorStream(ParseErrors);
   if (!cl::ParseCommandLineOptions(
           Argc, Argv,
-          "kdl-select: rank the offloading images of a file for a device\n",
+          "kdl-select: which offloading image of a file a device loads\n",
           &ParseErrorStream)) {
     // The command-line library prefixes each line with the tool's name.
     std::string ToolPrefix = (sys::path::filename(Argv[0]) + ": ").str();
@@ -216,13 +187,8 @@ int main(int Argc, char **Argv) {
   Expected<DeviceArgs> Args = parseDeviceSpec(DeviceSpec);
   if (!Args)
     return reportError(toString(Args.takeError()));
-  Expected<OffloadDevice> Device =
-      OffloadDevice::create(Args->Triple, Args->Arch, Args->Features);
-  if (!Device)
-    return reportError("--device: " + toString(Device.takeError()));
-  if (RequiredTag.getNumOccurrences())
-    if (Error Err = checkVariantTag(RequiredTag))
-      return reportError("--tag: " + toString(std::move(Err)));
+  if (Error Err = checkDevice(*Args))
+    return reportError(toString(std::move(Err)));
 
   ErrorOr<std::unique_ptr<MemoryBuffer>> Buffer =
       MemoryBuffer::getFileOrSTDIN(InputFile, /*IsText=*/false,
@@ -235,18 +201,139 @@ int main(int Argc, char **Argv) {
   if (Files.empty())
     return reportError(InputFile + ": no offloading image found");
 
-  OffloadImageRanking Ranking =
-      rankOffloadImages(Files, *Device, RequiredTag.getValue());
-  if (JSONOutput)
-    printJSON(Ranking, *Device);
-  else
-    printText(Ranking);
+  kdl::PluginDevice Device{Triple(Args->Triple),
+                           StringRef(Args->Arch).split(':').first.str(),
+                           Args->Arch};
+  ImageDevice RankDevice{Device.Arch, std::nullopt};
+  if (!Args->Features.empty())
+    RankDevice.Features = ArrayRef(Args->Features);
+
+  SmallVector<Verdict> Verdicts;
+  SmallVector<ImageCandidate> Candidates;
+  SmallVector<size_t> CandidateIndex;
+  for (const OffloadFile &File : Files) {
+    const OffloadBinary &Binary = *File.getBinary();
+    Verdict V{&Binary, false, "", 0, {Binary.getImage(), getKeys(Binary)}};
+    V.Accepted = kdl::pluginAccepts(Binary.getImage(), Device, V.Why);
+    if (V.Accepted) {
+      Candidates.push_back(V.Candidate);
+      CandidateIndex.push_back(Verdicts.size());
+    }
+    Verdicts.push_back(std::move(V));
+  }
+
+  ImageSelection Selection =
+      selectImage(Candidates, RankDevice, RequiredTag.getValue());
+  if (Selection.TagIgnored)
+    WithColor::note(errs()) << "no image has variant_tag '" << RequiredTag
+                            << "'; the tag is ignored\n";
+  // Rank the accepted images best first; equal scores keep their order.
+  SmallVector<std::pair<ImageScore, size_t>> Order;
+  for (auto [I, C] : enumerate(Candidates)) {
+    Expected<ImageScore> Score = scoreImage(C, RankDevice);
+    Order.push_back({Score ? *Score : ImageScore(), I});
+    if (!Score)
+      consumeError(Score.takeError());
+  }
+  llvm::stable_sort(Order, [](const auto &A, const auto &B) {
+    return B.first < A.first;
+  });
+  for (auto [Position, Entry] : enumerate(Order))
+    Verdicts[CandidateIndex[Entry.second]].Rank = Position + 1;
+
+  std::optional<size_t> Selected, First;
+  if (!Candidates.empty()) {
+    Selected = CandidateIndex[Selection.Index];
+    First = CandidateIndex.front();
+  }
+
+  auto Describe = [&](const Verdict &V) {
+    std::string Text;
+    raw_string_ostream OS(Text);
+    if (V.Accepted)
+      describeImage(OS, V.Candidate, RankDevice);
+    else
+      OS << V.Why;
+    return Text;
+  };
+
+  if (JSONOutput) {
+    json::OStream J(outs(), /*IndentSize=*/2);
+    J.object([&] {
+      J.attributeObject("device", [&] {
+        J.attribute("triple", Args->Triple);
+        J.attribute("arch", Args->Arch);
+        J.attributeArray("features", [&] {
+          for (StringRef Feature : Args->Features)
+            J.value(Feature);
+        });
+      });
+      J.attribute("selected", Selected ? json::Value(int64_t(*Selected))
+                                       : json::Value(nullptr));
+      J.attribute("first_compatible", First ? json::Value(int64_t(*First))
+                                            : json::Value(nullptr));
+      J.attribute("selection", Candidates.empty()
+                                   ? "none"
+                                   : getSelectionName(Selection.Kind));
+      J.attributeArray("images", [&] {
+        for (auto [I, V] : enumerate(Verdicts)) {
+          J.object([&] {
+            ImageRank Rank = rankImage(V.Candidate.Image, RankDevice.Arch);
+            J.attribute("index", int64_t(I));
+            J.attribute("triple", V.Binary->getTriple());
+            J.attribute("arch", V.Binary->getArch());
+            J.attribute("kind", getImageKindName(V.Binary->getImageKind()));
+            J.attribute("compatible", V.Accepted);
+            J.attribute("reason", V.Accepted ? "accepted" : "rejected");
+            J.attribute("detail", Describe(V));
+            J.attribute("fit", V.Accepted ? json::Value(getImageFitName(Rank.Fit))
+                                          : json::Value(nullptr));
+            J.attribute("processor", Rank.Processor);
+            StringRef Priority = V.Candidate.Keys.VariantPriority;
+            J.attribute("priority", Priority.empty() ? json::Value(nullptr)
+                                                     : json::Value(Priority));
+            StringRef Tag = V.Candidate.Keys.VariantTag;
+            J.attribute("tag",
+                        Tag.empty() ? json::Value(nullptr) : json::Value(Tag));
+            J.attribute("rank", V.Rank ? json::Value(int64_t(V.Rank))
+                                       : json::Value(nullptr));
+          });
+        }
+      });
+    });
+    outs() << "\n";
+  } else {
+    for (auto [I, V] : enumerate(Verdicts)) {
+      outs() << "image " << I << ": ";
+      if (V.Accepted)
+        outs() << "rank " << V.Rank << ": ";
+      else
+        outs() << "rejected: ";
+      outs() << Describe(V) << "\n";
+    }
+    if (First)
+      outs() << "first compatible: image " << *First << "\n";
+    if (!Selected)
+      outs() << "selected: none\n";
+    else if (Selection.Kind == ImageSelectionKind::FirstUnranked)
+      outs() << "selected: image " << *Selected
+             << " (it cannot be ranked; the first compatible is kept)\n";
+    else
+      outs() << "selected: image " << *Selected << "\n";
+  }
   outs().flush();
 
-  Expected<size_t> Selected = Ranking.getSelected();
   if (!Selected) {
-    WithColor::error(errs())
-        << InputFile << ": " << toString(Selected.takeError()) << "\n";
+    auto &OS = WithColor::error(errs());
+    OS << InputFile << ": no compatible image for " << Args->Triple << " "
+       << Args->Arch << "; available:";
+    for (auto [I, V] : enumerate(Verdicts)) {
+      OS << (I ? ", [" : " [") << I << "] " << V.Binary->getArch();
+      if (StringRef Kind = getImageKindName(V.Binary->getImageKind());
+          !Kind.empty())
+        OS << " " << Kind;
+    }
+    OS << "\n";
     return ExitNoneCompatible;
   }
   return ExitSelected;

@@ -1,0 +1,47 @@
+//===- PluginCompat.h - Which images the offload plugins accept -*- C++ -*-===//
+//
+// Part of the kdl project, under the Apache License v2.0 with LLVM Exceptions.
+// See https://llvm.org/LICENSE.txt for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// The runtime's own acceptance test, for tools that run without a plugin:
+// GenericPluginTy::isPluginCompatible / isDeviceCompatible (an ELF image of
+// the plugin's machine that the plugin's isELFCompatible accepts for the
+// device; a bitcode image for the plugin's architecture; nothing else) with
+// the CUDA and AMDGPU plugins' isELFCompatible rules. The ranking only orders
+// images this accepts, so "first compatible" below is today's choice.
+//
+// Not part of the series: the series calls the plugins themselves.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KDL_COMPAT_PLUGINCOMPAT_H
+#define KDL_COMPAT_PLUGINCOMPAT_H
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/TargetParser/Triple.h"
+
+#include <string>
+
+namespace kdl {
+
+/// A device as its plugin describes it.
+struct PluginDevice {
+  llvm::Triple Triple;
+  /// getComputeUnitKind(): "sm_90", "gfx942"; empty for a host device.
+  std::string Arch;
+  /// The AMDGPU plugin's target ID of the agent ("gfx90a:sramecc+:xnack-");
+  /// the processor alone when the modes are not known.
+  std::string TargetID;
+};
+
+/// Whether the plugin of \p Device loads \p Image on it; when it does not,
+/// \p Why says why in one line.
+bool pluginAccepts(llvm::StringRef Image, const PluginDevice &Device,
+                   std::string &Why);
+
+} // namespace kdl
+
+#endif // KDL_COMPAT_PLUGINCOMPAT_H
