@@ -98,8 +98,11 @@ Selection selectImage(const DeviceInfo &Device,
   OS << ")";
   if (Choice.Kind == ImageSelectionKind::FirstUnranked)
     OS << ", kept: the first compatible image cannot be ranked";
-  if (Choice.TagIgnored)
+  if (Choice.TagIgnored) {
     OS << ", no image has the tag";
+    printLine("note: no image for " + Device.Label + " has variant_tag=" +
+              *Tag + "; the tag is ignored");
+  }
   for (auto [I, C] : enumerate(AcceptedFrom)) {
     if (I == Choice.Index)
       continue;

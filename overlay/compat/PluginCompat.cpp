@@ -100,16 +100,22 @@ static bool cudaAccepts(const ELF64LEObjectFile &Obj, StringRef DeviceArch,
   return false;
 }
 
-/// The AMDGPU plugin's isELFCompatible: the agent's target ID provides for
-/// the code object's processor, xnack and sramecc.
-static bool amdgpuAccepts(const ELF64LEObjectFile &Obj, StringRef TargetID,
-                          std::string &Why) {
+/// The AMDGPU plugin's isELFCompatible: one of the ISAs the agent reports
+/// runs the code object's processor with its xnack and sramecc modes.
+static bool amdgpuAccepts(const ELF64LEObjectFile &Obj,
+                          const kdl::PluginDevice &Device, std::string &Why) {
   std::optional<StringRef> Processor = Obj.tryGetCPUName();
-  if (Processor && offloading::amdgpu::isImageCompatibleWithEnv(
-                       *Processor, Obj.getPlatformFlags(), TargetID))
-    return true;
+  if (Processor) {
+    if (offloading::amdgpu::isImageCompatibleWithEnv(
+            *Processor, Obj.getPlatformFlags(), Device.TargetID))
+      return true;
+    for (const std::string &ISA : Device.OtherISAs)
+      if (offloading::amdgpu::isImageCompatibleWithEnv(
+              *Processor, Obj.getPlatformFlags(), ISA))
+        return true;
+  }
   Why = formatv("{0} code object does not run on {1}",
-                Processor.value_or("unknown"), TargetID);
+                Processor.value_or("unknown"), Device.TargetID);
   return false;
 }
 
@@ -132,7 +138,7 @@ bool kdl::pluginAccepts(StringRef Image, const PluginDevice &Device,
     if (Machine == ELF::EM_CUDA)
       return cudaAccepts(*Obj, Device.Arch, Why);
     if (Machine == ELF::EM_AMDGPU)
-      return amdgpuAccepts(*Obj, Device.TargetID, Why);
+      return amdgpuAccepts(*Obj, Device, Why);
     return true;
   }
   case file_magic::bitcode: {

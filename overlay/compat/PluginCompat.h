@@ -24,6 +24,7 @@
 #include "llvm/TargetParser/Triple.h"
 
 #include <string>
+#include <vector>
 
 namespace kdl {
 
@@ -35,6 +36,10 @@ struct PluginDevice {
   /// The AMDGPU plugin's target ID of the agent ("gfx90a:sramecc+:xnack-");
   /// the processor alone when the modes are not known.
   std::string TargetID;
+  /// Further ISAs the agent reports (hsa_agent_iterate_isas), such as the
+  /// generic processor of its family ("gfx9-4-generic:sramecc+:xnack-"); the
+  /// plugin accepts a code object that any of them runs.
+  std::vector<std::string> OtherISAs;
 };
 
 /// Whether the plugin of \p Device loads \p Image on it; when it does not,

@@ -48,9 +48,10 @@ static cl::OptionCategory SelectCategory("kdl-select options");
 static cl::opt<std::string>
     DeviceSpec("device",
                cl::desc("The device to select for: its triple, its processor "
-                        "(an AMDGPU target ID may carry xnack/sramecc), and "
-                        "one feature= per capability token"),
-               cl::value_desc("triple=T,arch=A[,feature=F]..."),
+                        "(an AMDGPU target ID may carry xnack/sramecc), one "
+                        "isa= per further ISA an AMDGPU agent reports (its "
+                        "generic processor), one feature= per capability"),
+               cl::value_desc("triple=T,arch=A[,isa=I]...[,feature=F]..."),
                cl::cat(SelectCategory));
 
 static cl::opt<std::string>
@@ -76,6 +77,7 @@ struct DeviceArgs {
   std::string Triple;
   std::string Arch;
   SmallVector<StringRef, 4> Features;
+  SmallVector<std::string, 2> ISAs;
 };
 } // namespace
 
@@ -98,11 +100,13 @@ static Expected<DeviceArgs> parseDeviceSpec(StringRef Spec) {
       SeenArch = true;
     } else if (Key == "feature") {
       Args.Features.push_back(Value);
+    } else if (Key == "isa") {
+      Args.ISAs.push_back(Value.str());
     } else if (Key == "triple" || Key == "arch") {
       return createStringError("--device: '" + Key + "' is given twice");
     } else {
       return createStringError("--device: unknown key '" + Key +
-                               "' (expected triple, arch or feature)");
+                               "' (expected triple, arch, isa or feature)");
     }
   }
   if (!SeenTriple)
@@ -123,6 +127,10 @@ static Error checkDevice(const DeviceArgs &Args) {
     if (AMDGPU::parseArchAMDGCN(Processor) == AMDGPU::GK_NONE)
       return createStringError("--device: unknown AMDGPU processor '" +
                                Processor + "'");
+    if (Processor.ends_with("-generic"))
+      return createStringError(
+          "--device: invalid AMDGPU device architecture '" + Args.Arch +
+          "': a device is never a generic processor (give it as isa=)");
   } else if (T.getArch() == Triple::UnknownArch) {
     return createStringError("--device: unknown triple '" + Args.Triple + "'");
   }
@@ -189,6 +197,13 @@ int main(int Argc, char **Argv) {
     return reportError(toString(Args.takeError()));
   if (Error Err = checkDevice(*Args))
     return reportError(toString(std::move(Err)));
+  if (RequiredTag.getNumOccurrences()) {
+    // The library's own check of a variant_tag value.
+    ImageCandidate Probe{"", {}};
+    Probe.Keys.VariantTag = RequiredTag;
+    if (Expected<ImageScore> S = scoreImage(Probe, {"", std::nullopt}); !S)
+      return reportError("--tag: " + toString(S.takeError()));
+  }
 
   ErrorOr<std::unique_ptr<MemoryBuffer>> Buffer =
       MemoryBuffer::getFileOrSTDIN(InputFile, /*IsText=*/false,
@@ -203,7 +218,8 @@ int main(int Argc, char **Argv) {
 
   kdl::PluginDevice Device{Triple(Args->Triple),
                            StringRef(Args->Arch).split(':').first.str(),
-                           Args->Arch};
+                           Args->Arch,
+                           {Args->ISAs.begin(), Args->ISAs.end()}};
   ImageDevice RankDevice{Device.Arch, std::nullopt};
   if (!Args->Features.empty())
     RankDevice.Features = ArrayRef(Args->Features);
@@ -214,7 +230,12 @@ int main(int Argc, char **Argv) {
   for (const OffloadFile &File : Files) {
     const OffloadBinary &Binary = *File.getBinary();
     Verdict V{&Binary, false, "", 0, {Binary.getImage(), getKeys(Binary)}};
-    V.Accepted = kdl::pluginAccepts(Binary.getImage(), Device, V.Why);
+    // An entry flagged OIF_Metadata (bit 0) describes the binary and holds
+    // no image.
+    if (Binary.getFlags() & 1)
+      V.Why = "metadata-only entry (OIF_Metadata): no image";
+    else
+      V.Accepted = kdl::pluginAccepts(Binary.getImage(), Device, V.Why);
     if (V.Accepted) {
       Candidates.push_back(V.Candidate);
       CandidateIndex.push_back(Verdicts.size());
@@ -325,8 +346,10 @@ int main(int Argc, char **Argv) {
 
   if (!Selected) {
     auto &OS = WithColor::error(errs());
-    OS << InputFile << ": no compatible image for " << Args->Triple << " "
-       << Args->Arch << "; available:";
+    OS << InputFile << ": no compatible image for " << Args->Triple;
+    if (!Args->Arch.empty())
+      OS << " " << Args->Arch;
+    OS << "; available:";
     for (auto [I, V] : enumerate(Verdicts)) {
       OS << (I ? ", [" : " [") << I << "] " << V.Binary->getArch();
       if (StringRef Kind = getImageKindName(V.Binary->getImageKind());
