@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from kdl import paths, proc
+from kdl.offload import elf
 from kdl.errors import WorkspaceError
 
 log = logging.getLogger("kdl")
@@ -149,20 +150,39 @@ def image_arg(image: dict[str, str], payload: Path) -> str:
     return "--image=" + ",".join(keys)
 
 
+def payload_bytes(image: dict[str, str]) -> bytes:
+    """An image's bytes: the ELF header of its target, padded to a cubin's size.
+
+    The plugins' acceptance test and the ranking read only the header.
+    """
+    arch = image["arch"]
+    if image["triple"] == NV:
+        header = elf.cubin_header(arch)
+    else:
+        header = elf.amdgpu_header(arch.split(":")[0])
+    # Deterministic bytes after the header, not zeros.
+    tail = bytes((i * 131 + 7) & 0xFF for i in range(PAYLOAD_BYTES - len(header)))
+    return header + tail
+
+
 def pack(spec: CaseSpec, workdir: Path, tool: Path) -> tuple[Path, list[str]]:
     """Pack the case's images with llvm-offload-binary; return file and argv."""
     payloads: dict[str, Path] = {}
-    for ext in {image["ext"] for image in spec.layout}:
-        payload = workdir / f"payload.{ext}"
-        if not payload.is_file():
-            # Deterministic bytes, not zeros (no accidental compression later).
-            payload.write_bytes(
-                bytes((i * 131 + 7) & 0xFF for i in range(PAYLOAD_BYTES))
-            )
-        payloads[ext] = payload
+    for image in spec.layout:
+        key = f"{image['triple']}-{image['arch']}".replace(":", "_")
+        if key not in payloads:
+            payload = workdir / f"payload.{key}.{image['ext']}"
+            payload.write_bytes(payload_bytes(image))
+            payloads[key] = payload
     out = workdir / f"{spec.name}.bin"
     argv = [str(tool), "-o", str(out)]
-    argv += [image_arg(image, payloads[image["ext"]]) for image in spec.layout]
+    argv += [
+        image_arg(
+            image,
+            payloads[f"{image['triple']}-{image['arch']}".replace(":", "_")],
+        )
+        for image in spec.layout
+    ]
     proc.run(argv)
     return out, argv
 

@@ -1,15 +1,14 @@
 """The overlay build: the series' new files compiled against Debian's LLVM 22.
 
 No llvm-project checkout exists on the machines this runs on, so the files
-that the series *adds* (``llvm/include/llvm/Object/OffloadMetadata.h``,
-``llvm/lib/Object/OffloadMetadata.cpp``, the unit test) are taken out of
-``patches/`` and compiled by the small CMake project in ``overlay/`` against
-the installed LLVM (``find_package(LLVM)``, libLLVM.so, Debian's gtest):
+that the series *adds* (``llvm/include/llvm/Frontend/Offloading/ImageRanking.h``,
+``llvm/lib/Frontend/Offloading/ImageRanking.cpp``, the unit test) are taken out
+of ``patches/`` and compiled by the small CMake project in ``overlay/`` against
+the installed LLVM (``find_package(LLVM)``, libLLVM.so, Debian's gtest); what
+main has and LLVM 22 lacks comes from ``overlay/compat/``:
 
-1. *Extract*: the series is applied with ``git apply`` to a scratch tree that
-   holds a copy of the installed ``llvm/Object/OffloadBinary.h``, the one
-   upstream file whose hunk (the metadata vocabulary) the new code needs.
-   Hunks on other upstream files (CMakeLists.txt, the docs index, the offload
+1. *Extract*: the series is applied with ``git apply`` to a scratch tree.
+   Hunks on upstream files (CMakeLists.txt, the docs index, the offload
    runtime) have no base here; they are listed as "not built here". The
    result is synchronised into ``build/overlay/src`` file by file, so that an
    unchanged file keeps its timestamp and ninja does not rebuild it. This
@@ -95,10 +94,15 @@ def _fingerprint(the_series: series.Series, header: Path) -> str:
 
 
 def _apply_series(the_series: series.Series, header: Path, tree: Path) -> list[str]:
-    """Apply what can be applied of *the_series* in *tree*; return the rest."""
-    target = tree / OFFLOAD_BINARY_H
-    target.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(header, target)
+    """Apply what can be applied of *the_series* in *tree*; return the rest.
+
+    *header* is the installed ``OffloadBinary.h``: it is copied into the tree
+    only if a patch changes it, so that the hunk can be applied and built.
+    """
+    if any(f.path == OFFLOAD_BINARY_H for p in the_series.patches for f in p.files):
+        target = tree / OFFLOAD_BINARY_H
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(header, target)
     not_built: list[str] = []
     for patch in the_series.patches:
         include = []

@@ -127,7 +127,8 @@ def load(series_file: Path | None = None) -> Series:
             patches[-1].files.append(FileBase(words[1], None))
         else:
             raise FormatError(
-                where, f"line {lineno}: expected 'base PATH COMMIT [REPO]' or 'new PATH'"
+                where,
+                f"line {lineno}: expected 'base PATH COMMIT [REPO]' or 'new PATH'",
             )
     if not name:
         raise FormatError(where, "missing 'name:' line")

@@ -145,7 +145,7 @@ config.substitutions.append(("%kdl-python", python_cmd))
 config.substitutions.append(
     (
         "%cubin",
-        f"{shlex.quote(sys.executable)} "
+        f"{python_cmd} "
         + shlex.quote(os.path.join(config.test_source_root, "Inputs", "cubin.py")),
     )
 )

@@ -37,8 +37,8 @@ static ImageKeys getKeys(const Candidate &C) {
 DeviceFamily familyOf(const Candidate &C) {
   if (C.Binary)
     return familyOf(Triple(C.Binary->getTriple()));
-  Expected<std::unique_ptr<ObjectFile>> Obj = ObjectFile::createObjectFile(
-      MemoryBufferRef(C.Image, ""));
+  Expected<std::unique_ptr<ObjectFile>> Obj =
+      ObjectFile::createObjectFile(MemoryBufferRef(C.Image, ""));
   if (!Obj) {
     consumeError(Obj.takeError());
     return DeviceFamily::Unknown;
@@ -90,8 +90,8 @@ Selection selectImage(const DeviceInfo &Device,
     return S;
   }
 
-  ImageSelection Choice = offloading::selectImage(Accepted, Dev,
-                                                  Tag ? *Tag : StringRef());
+  ImageSelection Choice =
+      offloading::selectImage(Accepted, Dev, Tag ? *Tag : StringRef());
   S.Selected = AcceptedFrom[Choice.Index]->Index;
   OS << "image " << *S.Selected << " (";
   describeImage(OS, Accepted[Choice.Index], Dev);
@@ -100,8 +100,8 @@ Selection selectImage(const DeviceInfo &Device,
     OS << ", kept: the first compatible image cannot be ranked";
   if (Choice.TagIgnored) {
     OS << ", no image has the tag";
-    printLine("note: no image for " + Device.Label + " has variant_tag=" +
-              *Tag + "; the tag is ignored");
+    printLine("note: no image for " + Device.Label +
+              " has variant_tag=" + *Tag + "; the tag is ignored");
   }
   for (auto [I, C] : enumerate(AcceptedFrom)) {
     if (I == Choice.Index)

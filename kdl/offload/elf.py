@@ -152,3 +152,56 @@ def offloading_sections(data: bytes, path: str) -> list[Section]:
             )
         found.append(Section(i, headers.name(i), sh_offset, sh_size))
     return found
+
+
+#: ELF header fields of the device images the tests and the benchmark make.
+EM_CUDA = 190
+EM_AMDGPU = 224
+ELFOSABI_CUDA = 0x33
+ELFOSABI_AMDGPU_HSA = 64
+ELFABIVERSION_AMDGPU_HSA_V5 = 3
+EF_CUDA_64BIT_ADDRESS = 0x400
+#: EF_AMDGPU_MACH values of the processors the benchmark names (ELF.h).
+AMDGPU_MACH = {"gfx90a": 0x3F, "gfx942": 0x4C}
+
+
+def elf_header(machine: int, flags: int, osabi: int, abi_version: int) -> bytes:
+    """A 64-byte little-endian ELF64 executable header with no sections.
+
+    That is all an offload plugin's image check and the ranking read of a
+    device image (e_machine, e_flags, EI_OSABI, EI_ABIVERSION).
+    """
+    ident = b"\x7fELF" + bytes([2, 1, 1, osabi, abi_version]) + bytes(7)
+    return ident + struct.pack(
+        "<HHIQQQIHHHHHH", 2, machine, 1, 0, 0, 0, flags, 64, 0, 0, 64, 0, 0
+    )
+
+
+def cubin_header(arch: str, abi: int = 1, bits64: bool = True) -> bytes:
+    """The ELF header nvcc writes for a cubin of *arch* (``sm_90``, ``sm_90a``).
+
+    CUDA ELF ABI version 1 keeps the compute capability in bits 0-7 of
+    e_flags with EF_CUDA_ACCELERATORS_V1 (0x800) for an "a" target; version 2
+    keeps it in bits 8-15 with EF_CUDA_ACCELERATORS (0x8).
+    """
+    number = arch.removeprefix("sm_")
+    specific = number.endswith("a")
+    sm = int(number.removesuffix("a"))
+    if abi == 1:
+        flags = sm | (0x800 if specific else 0)
+    else:
+        flags = (sm << 8) | (0x8 if specific else 0)
+    if bits64 and abi == 1:
+        # ABI version 2 keeps the compute capability in these bits.
+        flags |= EF_CUDA_64BIT_ADDRESS
+    return elf_header(EM_CUDA, flags, ELFOSABI_CUDA, 6 + abi)
+
+
+def amdgpu_header(processor: str) -> bytes:
+    """The ELF header of a linked AMDGPU code object (code object v5)."""
+    return elf_header(
+        EM_AMDGPU,
+        AMDGPU_MACH[processor],
+        ELFOSABI_AMDGPU_HSA,
+        ELFABIVERSION_AMDGPU_HSA_V5,
+    )

@@ -160,9 +160,12 @@ static Stats summarize(std::vector<double> Samples) {
   double Sum = 0;
   for (double S : Samples)
     Sum += S;
-  return {percentile(Samples, 0.50), percentile(Samples, 0.05),
-          percentile(Samples, 0.95), percentile(Samples, 0.25),
-          percentile(Samples, 0.75), Samples.empty() ? 0 : Samples.front(),
+  return {percentile(Samples, 0.50),
+          percentile(Samples, 0.05),
+          percentile(Samples, 0.95),
+          percentile(Samples, 0.25),
+          percentile(Samples, 0.75),
+          Samples.empty() ? 0 : Samples.front(),
           Samples.empty() ? 0 : Sum / Samples.size()};
 }
 
@@ -180,8 +183,8 @@ static uint64_t calibrate(const Measure &M) {
     Sink = Acc;
     if (Elapsed >= Target || Calls >= (uint64_t(1) << 30))
       return std::max<uint64_t>(
-          1, static_cast<uint64_t>(Calls * (double(Target) / std::max<uint64_t>(
-                                                                 Elapsed, 1))));
+          1, static_cast<uint64_t>(
+                 Calls * (double(Target) / std::max<uint64_t>(Elapsed, 1))));
   }
 }
 
@@ -224,19 +227,16 @@ static Error measureCase(const Case &C, const kdl::PluginDevice &Dev,
     return static_cast<int64_t>(*I);
   };
   if (AsIndex(Ranked) != C.ExpectRanked)
-    return createStringError("%s: ranked selection chose %s, expected %s",
-                             C.Name.c_str(),
-                             Ranked ? std::to_string(*Ranked).c_str() : "none",
-                             C.ExpectRanked
-                                 ? std::to_string(*C.ExpectRanked).c_str()
-                                 : "none");
+    return createStringError(
+        "%s: ranked selection chose %s, expected %s", C.Name.c_str(),
+        Ranked ? std::to_string(*Ranked).c_str() : "none",
+        C.ExpectRanked ? std::to_string(*C.ExpectRanked).c_str() : "none");
   if (AsIndex(First) != C.ExpectFirstWins)
-    return createStringError("%s: first-wins chose %s, expected %s",
-                             C.Name.c_str(),
-                             First ? std::to_string(*First).c_str() : "none",
-                             C.ExpectFirstWins
-                                 ? std::to_string(*C.ExpectFirstWins).c_str()
-                                 : "none");
+    return createStringError(
+        "%s: first-wins chose %s, expected %s", C.Name.c_str(),
+        First ? std::to_string(*First).c_str() : "none",
+        C.ExpectFirstWins ? std::to_string(*C.ExpectFirstWins).c_str()
+                          : "none");
   size_t Compatible = 0;
   std::string Why;
   for (const OffloadFile &F : Files)
@@ -358,7 +358,8 @@ static Error run() {
   if (!Doc)
     return createFileError(ManifestPath, Doc.takeError());
   const json::Object *Manifest = Doc->getAsObject();
-  const json::Object *DevObj = Manifest ? Manifest->getObject("device") : nullptr;
+  const json::Object *DevObj =
+      Manifest ? Manifest->getObject("device") : nullptr;
   if (!DevObj || !DevObj->getString("triple") || !DevObj->getString("arch"))
     return createFileError(ManifestPath,
                            createStringError("no device triple and arch"));
@@ -410,8 +411,8 @@ int main(int Argc, char **Argv) {
     return 2;
   }
   if (Error Err = run()) {
-    logAllUnhandledErrors(std::move(Err), WithColor::error(errs(),
-                                                           "kdl-selection-bench"));
+    logAllUnhandledErrors(std::move(Err),
+                          WithColor::error(errs(), "kdl-selection-bench"));
     return 1;
   }
   return 0;

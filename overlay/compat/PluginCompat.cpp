@@ -43,10 +43,41 @@ static uint16_t getPluginMachine(const Triple &T) {
   }
 }
 
+static bool isCudaV1(const ELF64LE::Ehdr &Header) {
+  return Header.e_ident[ELF::EI_ABIVERSION] == ELF::ELFABIVERSION_CUDA_V1;
+}
+
 static unsigned getCubinSM(const ELF64LE::Ehdr &Header) {
-  return Header.e_ident[ELF::EI_ABIVERSION] == ELF::ELFABIVERSION_CUDA_V1
-             ? Header.e_flags & ELF::EF_CUDA_SM
-             : (Header.e_flags & ELF::EF_CUDA_SM_MASK) >> ELF::EF_CUDA_SM_OFFSET;
+  return isCudaV1(Header) ? Header.e_flags & ELF::EF_CUDA_SM
+                          : (Header.e_flags & ELF::EF_CUDA_SM_MASK) >>
+                                ELF::EF_CUDA_SM_OFFSET;
+}
+
+/// "sm_90a": the name without ELFObjectFileBase::tryGetCPUName, which has
+/// none (llvm_unreachable) for a compute capability LLVM does not know.
+static std::string getCubinName(const ELF64LE::Ehdr &Header) {
+  bool Accelerated =
+      Header.e_flags & (isCudaV1(Header) ? ELF::EF_CUDA_ACCELERATORS_V1
+                                         : ELF::EF_CUDA_ACCELERATORS);
+  return "sm_" + std::to_string(getCubinSM(Header)) + (Accelerated ? "a" : "");
+}
+
+/// EF_AMDGPU_MACH values LLVM 22 reserves: ELFObjectFileBase::tryGetCPUName
+/// has no name for them (llvm_unreachable), and the AMDGPU plugin, which
+/// calls it after checkMachine's range check, would crash on such an image.
+static bool isReservedAMDGPUMach(unsigned Mach) {
+  switch (Mach) {
+  case ELF::EF_AMDGPU_MACH_AMDGCN_RESERVED_0X27:
+  case ELF::EF_AMDGPU_MACH_AMDGCN_RESERVED_0X40:
+  case ELF::EF_AMDGPU_MACH_AMDGCN_RESERVED_0X4B:
+  case ELF::EF_AMDGPU_MACH_AMDGCN_RESERVED_0X4D:
+  case ELF::EF_AMDGPU_MACH_AMDGCN_RESERVED_0X50:
+  case ELF::EF_AMDGPU_MACH_AMDGCN_RESERVED_0X56:
+  case ELF::EF_AMDGPU_MACH_AMDGCN_RESERVED_0X57:
+    return true;
+  default:
+    return false;
+  }
 }
 
 /// utils::elf::checkMachine: the header checks every plugin applies first.
@@ -63,8 +94,15 @@ static bool checkMachine(const ELF64LEObjectFile &Obj, uint16_t Machine,
       Why = "AMDGPU code object is not HSA code object version 5 or later";
       return false;
     }
+    unsigned Mach = Header.e_flags & ELF::EF_AMDGPU_MACH;
+    if (Mach < ELF::EF_AMDGPU_MACH_AMDGCN_FIRST ||
+        Mach > ELF::EF_AMDGPU_MACH_AMDGCN_LAST || isReservedAMDGPUMach(Mach)) {
+      Why = "unsupported AMDGPU architecture";
+      return false;
+    }
   } else if (Header.e_machine == ELF::EM_CUDA) {
-    if (~Header.e_flags & ELF::EF_CUDA_64BIT_ADDRESS) {
+    // ABI version 2 keeps the SM where version 1 has this flag.
+    if (isCudaV1(Header) && (~Header.e_flags & ELF::EF_CUDA_64BIT_ADDRESS)) {
       Why = "cubin is not 64-bit";
       return false;
     }
@@ -74,8 +112,8 @@ static bool checkMachine(const ELF64LEObjectFile &Obj, uint16_t Machine,
     }
   }
   if (Header.e_machine != Machine) {
-    Why = formatv("ELF machine {0} is not the plugin's ({1})",
-                  Header.e_machine, Machine);
+    Why = formatv("ELF machine {0} is not the plugin's ({1})", Header.e_machine,
+                  Machine);
     return false;
   }
   return true;
@@ -95,8 +133,8 @@ static bool cudaAccepts(const ELF64LEObjectFile &Obj, StringRef DeviceArch,
   if (SM / 10 == DeviceSM / 10 && SM % 10 <= DeviceSM % 10)
     return true;
   Why = formatv("{0} cubin does not run on compute capability {1}.{2}",
-                Obj.tryGetCPUName().value_or("sm_" + std::to_string(SM)),
-                DeviceSM / 10, DeviceSM % 10);
+                getCubinName(Obj.getELFFile().getHeader()), DeviceSM / 10,
+                DeviceSM % 10);
   return false;
 }
 
@@ -159,7 +197,8 @@ bool kdl::pluginAccepts(StringRef Image, const PluginDevice &Device,
   default:
     // isImageCompatible(): neither the CUDA, the AMDGPU nor the host plugin
     // accepts anything else (raw PTX, SPIR-V, fatbinaries) here.
-    Why = "neither ELF nor bitcode: the plugin's image check does not accept it";
+    Why =
+        "neither ELF nor bitcode: the plugin's image check does not accept it";
     return false;
   }
 }

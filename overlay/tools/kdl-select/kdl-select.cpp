@@ -256,9 +256,8 @@ int main(int Argc, char **Argv) {
     if (!Score)
       consumeError(Score.takeError());
   }
-  llvm::stable_sort(Order, [](const auto &A, const auto &B) {
-    return B.first < A.first;
-  });
+  llvm::stable_sort(
+      Order, [](const auto &A, const auto &B) { return B.first < A.first; });
   for (auto [Position, Entry] : enumerate(Order))
     Verdicts[CandidateIndex[Entry.second]].Rank = Position + 1;
 
@@ -291,15 +290,18 @@ int main(int Argc, char **Argv) {
       });
       J.attribute("selected", Selected ? json::Value(int64_t(*Selected))
                                        : json::Value(nullptr));
-      J.attribute("first_compatible", First ? json::Value(int64_t(*First))
-                                            : json::Value(nullptr));
+      J.attribute("first_compatible",
+                  First ? json::Value(int64_t(*First)) : json::Value(nullptr));
       J.attribute("selection", Candidates.empty()
                                    ? "none"
                                    : getSelectionName(Selection.Kind));
       J.attributeArray("images", [&] {
         for (auto [I, V] : enumerate(Verdicts)) {
           J.object([&] {
-            ImageRank Rank = rankImage(V.Candidate.Image, RankDevice.Arch);
+            // Only accepted images are ranked (as in the runtime).
+            ImageRank Rank;
+            if (V.Accepted)
+              Rank = rankImage(V.Candidate.Image, RankDevice.Arch);
             J.attribute("index", int64_t(I));
             J.attribute("triple", V.Binary->getTriple());
             J.attribute("arch", V.Binary->getArch());
@@ -307,8 +309,9 @@ int main(int Argc, char **Argv) {
             J.attribute("compatible", V.Accepted);
             J.attribute("reason", V.Accepted ? "accepted" : "rejected");
             J.attribute("detail", Describe(V));
-            J.attribute("fit", V.Accepted ? json::Value(getImageFitName(Rank.Fit))
-                                          : json::Value(nullptr));
+            J.attribute("fit", V.Accepted
+                                   ? json::Value(getImageFitName(Rank.Fit))
+                                   : json::Value(nullptr));
             J.attribute("processor", Rank.Processor);
             StringRef Priority = V.Candidate.Keys.VariantPriority;
             J.attribute("priority", Priority.empty() ? json::Value(nullptr)

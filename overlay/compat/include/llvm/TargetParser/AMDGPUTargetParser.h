@@ -1,4 +1,5 @@
-//===- AMDGPUTargetParser.h - LLVM 22 stand-in for main's header -*- C++ -*-===//
+//===- AMDGPUTargetParser.h - LLVM 22 stand-in for main's header -*- C++
+//-*-===//
 //
 // Part of the kdl project, under the Apache License v2.0 with LLVM Exceptions.
 // See https://llvm.org/LICENSE.txt for license information.
