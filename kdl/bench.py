@@ -33,8 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from kdl import paths, proc
-from kdl.offload import elf
 from kdl.errors import WorkspaceError
+from kdl.offload import elf
 
 log = logging.getLogger("kdl")
 

@@ -158,6 +158,7 @@ def offloading_sections(data: bytes, path: str) -> list[Section]:
 EM_CUDA = 190
 EM_AMDGPU = 224
 ELFOSABI_CUDA = 0x33
+ELFOSABI_CUDA_V2 = 0x29
 ELFOSABI_AMDGPU_HSA = 64
 ELFABIVERSION_AMDGPU_HSA_V5 = 3
 EF_CUDA_64BIT_ADDRESS = 0x400
@@ -178,23 +179,25 @@ def elf_header(machine: int, flags: int, osabi: int, abi_version: int) -> bytes:
 
 
 def cubin_header(arch: str, abi: int = 1, bits64: bool = True) -> bytes:
-    """The ELF header nvcc writes for a cubin of *arch* (``sm_90``, ``sm_90a``).
+    """The ELF header of a cubin for *arch* (``sm_90``, ``sm_90a``).
 
-    CUDA ELF ABI version 1 keeps the compute capability in bits 0-7 of
-    e_flags with EF_CUDA_ACCELERATORS_V1 (0x800) for an "a" target; version 2
-    keeps it in bits 8-15 with EF_CUDA_ACCELERATORS (0x8).
+    *abi* 1 is CUDA ELF ABI version 1 (ELFOSABI_CUDA): compute capability in
+    bits 0-7 of e_flags, EF_CUDA_64BIT_ADDRESS, EF_CUDA_ACCELERATORS_V1
+    (0x800) for an "a" target. *abi* 2 is what ptxas of CUDA 13.0 writes
+    (ELFOSABI_CUDA_V2, ABI version 8): compute capability in bits 8-15, 0x4
+    below sm_100 and 0x2 from sm_100 on in bits 0-7, 0x6 in bits 24-31, and
+    nothing that tells sm_90a from sm_90 (measured with ptxas 13.0.88).
     """
     number = arch.removeprefix("sm_")
     specific = number.endswith("a")
     sm = int(number.removesuffix("a"))
     if abi == 1:
         flags = sm | (0x800 if specific else 0)
-    else:
-        flags = (sm << 8) | (0x8 if specific else 0)
-    if bits64 and abi == 1:
-        # ABI version 2 keeps the compute capability in these bits.
-        flags |= EF_CUDA_64BIT_ADDRESS
-    return elf_header(EM_CUDA, flags, ELFOSABI_CUDA, 6 + abi)
+        if bits64:
+            flags |= EF_CUDA_64BIT_ADDRESS
+        return elf_header(EM_CUDA, flags, ELFOSABI_CUDA, 7)
+    flags = 0x6000000 | (sm << 8) | (0x4 if sm < 100 else 0x2)
+    return elf_header(EM_CUDA, flags, ELFOSABI_CUDA_V2, 8)
 
 
 def amdgpu_header(processor: str) -> bytes:

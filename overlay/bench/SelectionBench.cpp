@@ -91,9 +91,12 @@ static uint64_t nowNs() {
 }
 
 static ImageKeys getKeys(const OffloadBinary &Binary) {
-  return {Binary.getString("variant_priority"), Binary.getString("variant_tag"),
-          Binary.getString("min_sm"), Binary.getString("min_gfx"),
-          Binary.getString("requires_features")};
+  return {Binary.getString("variant_priority"),
+          Binary.getString("variant_tag"),
+          Binary.getString("min_sm"),
+          Binary.getString("min_gfx"),
+          Binary.getString("requires_features"),
+          Binary.getArch()};
 }
 
 /// Today's policy: libomptarget's PluginManager::registerLib loads, per

@@ -150,9 +150,12 @@ struct Verdict {
 } // namespace
 
 static ImageKeys getKeys(const OffloadBinary &Binary) {
-  return {Binary.getString("variant_priority"), Binary.getString("variant_tag"),
-          Binary.getString("min_sm"), Binary.getString("min_gfx"),
-          Binary.getString("requires_features")};
+  return {Binary.getString("variant_priority"),
+          Binary.getString("variant_tag"),
+          Binary.getString("min_sm"),
+          Binary.getString("min_gfx"),
+          Binary.getString("requires_features"),
+          Binary.getArch()};
 }
 
 static StringRef getSelectionName(ImageSelectionKind Kind) {
