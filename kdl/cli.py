@@ -46,6 +46,23 @@ def _llvm_arg(p: argparse.ArgumentParser, required: bool = True) -> None:
     )
 
 
+def _global_flags(p: argparse.ArgumentParser, default: object) -> None:
+    """-v, -q and --dry-run, which every command honours."""
+    p.add_argument(
+        "-v", "--verbose", action="store_true", default=default, help="debug output"
+    )
+    p.add_argument(
+        "-q", "--quiet", action="store_true", default=default, help="errors only"
+    )
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        default=default,
+        help="print the commands that would change anything instead of running "
+        "them; nothing is sent or written",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="kdl",
@@ -53,17 +70,16 @@ def build_parser() -> argparse.ArgumentParser:
         "build, test and argue for the kdl patch series.",
     )
     parser.add_argument("--version", action="version", version=f"kdl {__version__}")
-    parser.add_argument("-v", "--verbose", action="store_true", help="debug output")
-    parser.add_argument("-q", "--quiet", action="store_true", help="errors only")
-    parser.add_argument(
-        "--dry-run",
-        action="store_true",
-        help="print the commands that would change anything instead of running them",
-    )
+    _global_flags(parser, argparse.SUPPRESS)
+    parser.set_defaults(verbose=False, quiet=False, dry_run=False)
+    # The same flags after the subcommand (kdl apply --dry-run ...): a
+    # subcommand sets them only when given there, so either place works.
+    common = argparse.ArgumentParser(add_help=False)
+    _global_flags(common, argparse.SUPPRESS)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     def add(name: str, target: str, help: str) -> argparse.ArgumentParser:
-        p = sub.add_parser(name, help=help, description=help)
+        p = sub.add_parser(name, help=help, description=help, parents=[common])
         p.set_defaults(func=_handler(target))
         return p
 
@@ -166,6 +182,27 @@ def build_parser() -> argparse.ArgumentParser:
         "--github",
         action="store_true",
         help="read the state of the cited PRs from api.github.com (skipped offline)",
+    )
+
+    p = add(
+        "upstream-check",
+        "upstreamcheck:cmd_upstream_check",
+        "compile the series' C++ against upstream main's headers at the "
+        "recorded bases (needs the upstream cache)",
+    )
+    p.add_argument(
+        "--cache",
+        type=Path,
+        default=Path(".work/upstream"),
+        metavar="DIR",
+        help="upstream files read at the recorded commits [.work/upstream]",
+    )
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=Path("results/upstream-check.json"),
+        metavar="FILE",
+        help="where the results go [results/upstream-check.json]",
     )
 
     # --- The two README commands ----------------------------------------------

@@ -152,6 +152,7 @@ def build_tree(cache: Path, the_series: series.Series, tree: Path) -> None:
 def check_file(
     path: str,
     base: str,
+    *,
     tree: Path,
     cached: dict[str, CachedFile],
     compiler: str,
@@ -201,7 +202,7 @@ def run_check(cache: Path, out: Path, llvm_prefix: Path) -> list[FileResult]:
             f"{cache}: no upstream cache (files/ and manifest*.tsv, read at the "
             "commits in patches/series); --cache names another"
         )
-    compiler = proc.which("clang++-22") or str(llvm_prefix / "bin" / "clang++")
+    compiler = str(proc.which("clang++-22") or llvm_prefix / "bin" / "clang++")
     the_series = series.load()
     cached = read_manifest(cache)
     tree = paths.BUILD / "upstream-check" / "tree"
@@ -214,7 +215,12 @@ def run_check(cache: Path, out: Path, llvm_prefix: Path) -> list[FileResult]:
             base = f.commit or "new"
             results.append(
                 check_file(
-                    f.path, base, tree, cached, compiler, llvm_prefix / "include"
+                    f.path,
+                    base,
+                    tree=tree,
+                    cached=cached,
+                    compiler=compiler,
+                    llvm_include=llvm_prefix / "include",
                 )
             )
     doc = {
@@ -241,6 +247,8 @@ def cmd_upstream_check(args: argparse.Namespace) -> int:
         print(f"{'PASS' if r.passed else 'FAIL'}  {r.path} ({r.base})")
         for line in r.diagnostics[:5]:
             print(f"        {line}")
-    print(f"upstream-check: {sum(r.passed for r in results)} passed, "
-          f"{sum(not r.passed for r in results)} failed ({args.out})")
+    print(
+        f"upstream-check: {sum(r.passed for r in results)} passed, "
+        f"{sum(not r.passed for r in results)} failed ({args.out})"
+    )
     return 0 if all(r.passed for r in results) else 1

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from kdl import cli, paths
+from kdl import cli, paths, proc
 from kdl import rfc as rfc_pkg
 from kdl.errors import UsageError, WorkspaceError
 from kdl.rfc import post
@@ -252,6 +252,29 @@ def test_post_really_sends(
     assert (
         body["raw"] == (drafts / "metadata-vocabulary.md").read_text().split("\n", 2)[2]
     )
+
+
+@pytest.mark.parametrize("where", ["before", "after"])
+def test_dry_run_sends_nothing_even_with_post(
+    drafts: Path,
+    loopback: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    where: str,
+) -> None:
+    """--dry-run, before or after the subcommand, wins over --post."""
+    server = loopback(Reply(200, CREATED))
+    monkeypatch.setenv("DISCOURSE_API_KEY", KEY)
+    monkeypatch.setenv("DISCOURSE_API_USERNAME", USER)
+    argv = ["rfc", "post", "--which", "metadata-vocabulary", "--post"]
+    argv += ["--url", server.url, "--category", "7"]
+    argv = ["--dry-run", *argv] if where == "before" else [*argv, "--dry-run"]
+    try:
+        assert cli.main(argv) == 0
+    finally:
+        proc.DRY_RUN = False
+    assert server.requests == []
+    assert KEY not in capsys.readouterr().out
 
 
 def test_post_refuses_a_draft_with_problems(

@@ -13,7 +13,7 @@ import argparse
 import logging
 from pathlib import Path
 
-from kdl import paths
+from kdl import paths, proc
 from kdl.errors import UsageError, WorkspaceError
 
 log = logging.getLogger("kdl")
@@ -91,8 +91,12 @@ def cmd_rfc(args: argparse.Namespace) -> int:
             for line in problems:
                 print(line)
             raise WorkspaceError(f"{len(problems)} problems in the drafts; not posting")
+        # --dry-run wins over --post: nothing leaves the machine.
         return post.cmd_post(
-            files, url=args.url, category=args.category, really=args.post
+            files,
+            url=args.url,
+            category=args.category,
+            really=args.post and not proc.DRY_RUN,
         )
     if args.post:
         raise UsageError("--post goes with 'kdl rfc post'")
