@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# gpu/clang_selection.sh - which image a clang-built program runs on a GPU,
+# under LLVM 22's libomptarget and liboffload, without and with the shim
+# (shim/, the series' policy for LLVM 22).
+#
+#   bash gpu/clang_selection.sh prepare   # here: build what travels -> build/gpu-sel
+#   bash gpu/clang_selection.sh run       # on the GPU machine, carrying .deb and build/gpu-sel
+#
+# prepare needs clang-22, the overlay build (kdl build), nvcc/ptxas of CUDA 13
+# and .deb/ holding libllvm22, liboffload-22, libomp5 and libz3-4
+# (apt-get download). run needs an NVIDIA GPU of compute capability 9.0, its
+# driver, dpkg-deb and python3; it writes $OUT/clang-selection.json.
+#
+# What runs:
+#  mark             clang++-22 -x cuda -foffload-via-llvm --offload-arch=sm_90
+#                   --offload-arch=sm_90a: the descriptor clang-linker-wrapper
+#                   makes, in the order it makes it. The kernel stores 2 when
+#                   it runs as sm_90a code (__CUDA_ARCH_FEAT_SM90_ALL), 1 as
+#                   sm_90 code; the program prints which.
+#  mark-90-first    the same host object and the same two cubins (taken out
+#                   of mark), registered by llvm-offload-wrapper from one
+#                   OffloadBinary that lists sm_90 first: a packaged order,
+#                   not clang's.
+#  kdl-ol-probe     liboffload's olIsValidBinary / olCreateProgram on that
+#                   OffloadBinary (both orders), then the kernel's marker.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+SEL=$ROOT/build/gpu-sel
+SRC=$ROOT/gpu/kernels/mark.cu
+
+prepare() {
+  local llvm=${KDL_LLVM_PREFIX:-/usr/lib/llvm-22}
+  local cuda=${CUDA_PATH:-/usr/local/cuda}
+  local B=$llvm/bin
+  rm -rf "$SEL" && mkdir -p "$SEL/lib"
+  # Debian ships no OpenMP device runtime (libompdevice); CUDA kernels do
+  # not need it, but the device link asks for it: an empty archive.
+  "$B/llvm-ar" rcs "$SEL/lib/libompdevice.a"
+  local flags=(-x cuda -foffload-via-llvm --cuda-path="$cuda"
+    -Xoffload-linker "-L$SEL/lib" -O2)
+  "$B/clang++" "${flags[@]}" --offload-arch=sm_90 --offload-arch=sm_90a \
+    "$SRC" -o "$SEL/mark" -L"$llvm/lib" -lomp
+  "$B/llvm-objdump" --offloading "$SEL/mark" >"$SEL/mark.offloading.txt"
+  # The two cubins clang made, as files.
+  (cd "$SEL" && "$B/llvm-offload-binary" mark \
+    --image=file=sm_90.cubin,arch=sm_90 --image=file=sm_90a.cubin,arch=sm_90a)
+  local t=nvptx64-nvidia-cuda
+  "$B/llvm-offload-binary" -o "$SEL/sm_90-first.bin" \
+    "--image=file=$SEL/sm_90.cubin,triple=$t,arch=sm_90,kind=openmp" \
+    "--image=file=$SEL/sm_90a.cubin,triple=$t,arch=sm_90a,kind=openmp"
+  "$B/llvm-offload-binary" -o "$SEL/sm_90a-first.bin" \
+    "--image=file=$SEL/sm_90a.cubin,triple=$t,arch=sm_90a,kind=openmp" \
+    "--image=file=$SEL/sm_90.cubin,triple=$t,arch=sm_90,kind=openmp"
+  "$B/clang++" "${flags[@]}" --offload-arch=sm_90 --offload-host-only -c \
+    "$SRC" -o "$SEL/host.o"
+  "$B/llvm-offload-wrapper" --kind=openmp --triple=x86_64-unknown-linux-gnu \
+    -o "$SEL/wrap.bc" "$SEL/sm_90-first.bin"
+  "$B/clang++" -Wno-override-module -c "$SEL/wrap.bc" -o "$SEL/wrap.o"
+  "$B/clang++" "$SEL/host.o" "$SEL/wrap.o" -o "$SEL/mark-90-first" \
+    -L"$llvm/lib" -lomptarget -lomp
+  # What the series' ranking chooses for these images on an sm_90 device.
+  for f in sm_90-first sm_90a-first; do
+    "$ROOT/build/overlay/bin/kdl-select" --json \
+      --device=triple=$t,arch=sm_90 "$SEL/$f.bin" >"$SEL/$f.kdl-select.json"
+  done
+  cp "$ROOT/build/overlay/lib/libkdl-offload-shim.so" "$ROOT/build/overlay/bin/kdl-ol-probe" "$SEL/"
+  git -C "$ROOT" describe --always --dirty >"$SEL/VERSION"
+  "$B/clang++" --version | head -1 >"$SEL/CLANG_VERSION"
+  ptxas --version | tail -1 >"$SEL/PTXAS_VERSION"
+}
+
+run() {
+  OUT=${OUT:-$ROOT/build/gpu-sel-out}
+  mkdir -p "$OUT" /tmp/kdl-deb
+  for f in "$ROOT"/.deb/*.deb; do dpkg-deb -x "$f" /tmp/kdl-deb; done
+  export LD_LIBRARY_PATH=/tmp/kdl-deb/usr/lib/llvm-22/lib:/tmp/kdl-deb/usr/lib/x86_64-linux-gnu
+  local shim=$SEL/libkdl-offload-shim.so
+  cd "$SEL"
+  {
+    echo "== device"
+    nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv,noheader
+    echo "== mark (clang's descriptor), LLVM 22"
+    ./mark || true
+    echo "== mark (clang's descriptor), LLVM 22 + shim"
+    KDL_INFO=1 LD_PRELOAD=$shim ./mark 2>&1 || true
+    echo "== mark-90-first, LLVM 22"
+    ./mark-90-first || true
+    echo "== mark-90-first, LLVM 22 + shim"
+    KDL_INFO=1 LD_PRELOAD=$shim ./mark-90-first 2>&1 || true
+    for f in sm_90-first sm_90a-first; do
+      echo "== kdl-ol-probe $f.bin, LLVM 22"
+      ./kdl-ol-probe "$f.bin" kdl_image 2>&1 || true
+      echo "== kdl-ol-probe $f.bin, LLVM 22 + shim"
+      KDL_INFO=1 LD_PRELOAD=$shim ./kdl-ol-probe "$f.bin" kdl_image 2>&1 || true
+    done
+  } 2>&1 | tee "$OUT/clang-selection.log"
+  python3 "$ROOT/gpu/clang_selection_report.py" "$OUT/clang-selection.log" \
+    "$SEL" >"$OUT/clang-selection.json"
+}
+
+case ${1:-} in
+prepare) prepare ;;
+run) run ;;
+*) echo "usage: $0 prepare|run" >&2; exit 2 ;;
+esac
