@@ -18,9 +18,9 @@
 #                   it runs as sm_90a code (__CUDA_ARCH_FEAT_SM90_ALL), 1 as
 #                   sm_90 code; the program prints which.
 #  mark-90-first    the same host object and the same two cubins (taken out
-#                   of mark), registered by llvm-offload-wrapper from one
-#                   OffloadBinary that lists sm_90 first: a packaged order,
-#                   not clang's.
+#                   of mark), each packed in an OffloadBinary and registered
+#                   by llvm-offload-wrapper with sm_90 first: a packaged
+#                   order, not clang's.
 #  kdl-ol-probe     liboffload's olIsValidBinary / olCreateProgram on that
 #                   OffloadBinary (both orders), then the kernel's marker.
 set -euo pipefail
@@ -53,8 +53,14 @@ prepare() {
     "--image=file=$SEL/sm_90.cubin,triple=$t,arch=sm_90,kind=openmp"
   "$B/clang++" "${flags[@]}" --offload-arch=sm_90 --offload-host-only -c \
     "$SRC" -o "$SEL/host.o"
+  # One binary per image, as clang-linker-wrapper registers them: the
+  # wrapper makes one __tgt_device_image per input file.
+  for a in sm_90 sm_90a; do
+    "$B/llvm-offload-binary" -o "$SEL/$a.bin" \
+      "--image=file=$SEL/$a.cubin,triple=$t,arch=$a,kind=openmp"
+  done
   "$B/llvm-offload-wrapper" --kind=openmp --triple=x86_64-unknown-linux-gnu \
-    -o "$SEL/wrap.bc" "$SEL/sm_90-first.bin"
+    -o "$SEL/wrap.bc" "$SEL/sm_90.bin" "$SEL/sm_90a.bin"
   "$B/clang++" -Wno-override-module -c "$SEL/wrap.bc" -o "$SEL/wrap.o"
   "$B/clang++" "$SEL/host.o" "$SEL/wrap.o" -o "$SEL/mark-90-first" \
     -L"$llvm/lib" -lomptarget -lomp

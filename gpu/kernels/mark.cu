@@ -10,8 +10,9 @@
 #define KDL_IMAGE "sm_90"
 #endif
 
-// Read by kdl-ol-probe when the images are loaded through liboffload.
-__device__ char kdl_image[16] = KDL_IMAGE;
+// Read by kdl-ol-probe when the images are loaded through liboffload (it
+// reads up to 64 bytes).
+__device__ char kdl_image[64] = KDL_IMAGE;
 
 __global__ void which(int *Out) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
