@@ -73,6 +73,12 @@ INCLUDE_DIRS: dict[str, list[str]] = {
     ],
 }
 
+#: System include directories a file needs besides LLVM's (gtest and gmock for
+#: unit tests, as Debian installs them).
+SYSTEM_DIRS: dict[str, list[str]] = {
+    "llvm/unittests/": ["/usr/src/googletest/googlemock/include"],
+}
+
 _INCLUDED = re.compile(r"^\. (\S+)$", re.MULTILINE)
 _SOURCE = re.compile(r"\.(cpp|cc|cxx)$")
 
@@ -160,6 +166,9 @@ def check_file(
 ) -> FileResult:
     argv = [compiler, "-fsyntax-only", "-std=c++17", "-H", "-w"]
     argv += [f"-I{d}" for d in include_dirs(path, tree)]
+    for prefix, dirs in SYSTEM_DIRS.items():
+        if path.startswith(prefix):
+            argv += [f"-isystem{d}" for d in dirs]
     argv += [f"-isystem{llvm_include}", str(tree / path)]
     result = proc.run(argv, check=False)
     stderr = result.stderr.decode(errors="replace")
@@ -208,10 +217,13 @@ def run_check(cache: Path, out: Path, llvm_prefix: Path) -> list[FileResult]:
     tree = paths.BUILD / "upstream-check" / "tree"
     build_tree(cache, the_series, tree)
     results: list[FileResult] = []
+    seen: set[str] = set()
     for patch in the_series.patches:
         for f in patch.files:
-            if not _SOURCE.search(f.path):
+            # A file two patches change is checked once, as the series leaves it.
+            if not _SOURCE.search(f.path) or f.path in seen:
                 continue
+            seen.add(f.path)
             base = f.commit or "new"
             results.append(
                 check_file(

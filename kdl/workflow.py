@@ -9,10 +9,12 @@ went.
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import sys
 import time
 from pathlib import Path
+from xml.etree import ElementTree
 
 from kdl import paths, proc
 
@@ -64,37 +66,92 @@ def _step(name: str, argv: list[str]) -> bool:
     return result.returncode == 0
 
 
+def _gtest_counts(report: Path) -> tuple[int, int]:
+    """(passed, failed) from gtest's JSON report; (0, 0) if there is none."""
+    try:
+        data = json.loads(report.read_text())
+    except (OSError, ValueError):
+        return 0, 0
+    tests, failures = int(data.get("tests", 0)), int(data.get("failures", 0))
+    disabled = int(data.get("disabled", 0))
+    return tests - failures - disabled, failures
+
+
+def _pytest_counts(report: Path) -> tuple[int, int, int]:
+    """(passed, failed, skipped) from pytest's JUnit XML report."""
+    try:
+        root = ElementTree.parse(report).getroot()
+    except (OSError, ElementTree.ParseError):
+        return 0, 0, 0
+    suites = [root] if root.tag == "testsuite" else list(root)
+    tests = sum(int(s.get("tests", 0)) for s in suites)
+    failed = sum(int(s.get("failures", 0)) + int(s.get("errors", 0)) for s in suites)
+    skipped = sum(int(s.get("skipped", 0)) for s in suites)
+    return tests - failed - skipped, failed, skipped
+
+
 def cmd_selftest(args: argparse.Namespace) -> int:
-    """Lint, build the overlay, run its unit tests, pytest, lit, the RFC check."""
+    """Lint, build the overlay, run its unit tests, pytest, lit, the RFC check.
+
+    The closing line counts tests (gtest, pytest and lit together), not
+    stages; a stage that runs no test, or skips one, fails.
+    """
     from kdl import overlay as overlay_build
     from kdl import testrun
 
     py = sys.executable
-    results: dict[str, bool] = {}
-    results["ruff"] = _step("ruff", [py, "-m", "ruff", "check", "."])
-    results["ruff format"] = _step(
-        "ruff format", [py, "-m", "ruff", "format", "--check", "."]
-    )
-    results["mypy"] = _step("mypy", [py, "-m", "mypy"])
+    stages: dict[str, str] = {}
+    failed_stages: list[str] = []
+    passed = failed = 0
+
+    def stage(name: str, ok: bool, detail: str) -> None:
+        stages[name] = f"{'PASS' if ok else 'FAIL'}  {name}: {detail}"
+        if not ok:
+            failed_stages.append(name)
+
+    for name, argv in (
+        ("ruff", [py, "-m", "ruff", "check", "."]),
+        ("ruff format", [py, "-m", "ruff", "format", "--check", "."]),
+        ("mypy", [py, "-m", "mypy"]),
+    ):
+        ok = _step(name, argv)
+        stage(name, ok, "clean" if ok else "problems above")
     print("\n=== overlay build", flush=True)
     overlay = overlay_build.build_overlay()
-    results["unit tests"] = _step(
-        "unit tests (gtest)", _unittest_argv(overlay.unittests)
+
+    UNITTEST_RESULTS.unlink(missing_ok=True)
+    _step("unit tests (gtest)", _unittest_argv(overlay.unittests))
+    g_pass, g_fail = _gtest_counts(UNITTEST_RESULTS)
+    stage("unit tests", g_pass > 0 and g_fail == 0, f"{g_pass} passed, {g_fail} failed")
+
+    junit = paths.BUILD / "pytest.xml"
+    junit.unlink(missing_ok=True)
+    _step("pytest", [py, "-m", "pytest", "-v", f"--junitxml={junit}", "tests"])
+    p_pass, p_fail, p_skip = _pytest_counts(junit)
+    stage(
+        "pytest",
+        p_pass > 0 and p_fail == 0 and p_skip == 0,
+        f"{p_pass} passed, {p_fail} failed, {p_skip} skipped",
     )
-    results["pytest"] = _step("pytest", [py, "-m", "pytest", "-v", "tests"])
+
     print("\n=== lit suite (llvm-tests)", flush=True)
     lit = testrun.run_lit(overlay=overlay)
-    results["lit"] = lit.ok
+    stage("lit", lit.ok, lit.summary())
+
     print("\n=== RFC drafts from this run's results, then kdl rfc --check", flush=True)
     posts, problems = _draft_and_check_rfc()
     for line in problems:
         print(line)
-    print(f"{len(posts)} drafts, {len(problems)} problems")
-    results["rfc --check"] = not problems
-    passed = sum(results.values())
-    failed = len(results) - passed
+    stage("rfc --check", not problems, f"{len(posts)} drafts, {len(problems)} problems")
+
+    passed = g_pass + p_pass + lit.passed
+    failed = g_fail + p_fail + p_skip + lit.failed + lit.unsupported
     print()
-    for name, ok in results.items():
-        print(f"  {'PASS' if ok else 'FAIL'}  {name}")
+    for line in stages.values():
+        print(f"  {line}")
+    if failed_stages:
+        print(f"  failed stages: {', '.join(failed_stages)}")
+    # One line in the form test runners print: tests, not stages. Skipped
+    # tests count as failed: every test must run here.
     print(f"selftest: {passed} passed, {failed} failed")
-    return 0 if failed == 0 else 1
+    return 0 if not failed_stages and failed == 0 else 1

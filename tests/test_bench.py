@@ -229,3 +229,18 @@ def test_harness_refuses_a_wrong_expectation(tmp_path: Path) -> None:
     with pytest.raises(CommandError) as err:
         proc.run([HARNESS, f"--manifest={manifest}", "--rounds=1", "--sample-us=1"])
     assert "wrong: ranked selection chose 0, expected 1" in err.value.stderr
+
+
+def test_committed_results_are_consistent() -> None:
+    """results/selection-bench.json as committed: every statistic is ordered
+    (p5 <= median <= p95) and every goal's verdict is recomputed from the
+    cases, so a hand edit of a median or a verdict fails here."""
+    doc = json.loads((paths.RESULTS / "selection-bench.json").read_text())
+    for case in doc["cases"]:
+        for what in ("parse", "check", "ranked", "first_wins"):
+            s = case[what]
+            assert s["p5_ns"] <= s["median_ns"] <= s["p95_ns"], (case["name"], what)
+            assert s["min_ns"] <= s["p5_ns"], (case["name"], what)
+        r = case["ratio"]
+        assert r["p5"] <= r["median"] <= r["p95"], case["name"]
+    assert bench.goals(doc["cases"]) == doc["goals"]

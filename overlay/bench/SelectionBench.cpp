@@ -110,22 +110,23 @@ static std::optional<size_t> firstCompatibleWins(ArrayRef<OffloadFile> Files,
   return std::nullopt;
 }
 
-/// Series v2: every image the plugin accepts, the best of them.
+/// Series v2: every image the plugin accepts, the best of them. The keys are
+/// read only when there is more than one to choose from.
 static std::optional<size_t> ranked(ArrayRef<OffloadFile> Files,
                                     const kdl::PluginDevice &Dev,
                                     const ImageDevice &RankDev) {
   std::string Why;
-  SmallVector<ImageCandidate, 8> Accepted;
   SmallVector<size_t, 8> Index;
-  for (size_t I = 0, E = Files.size(); I != E; ++I) {
-    const OffloadBinary &B = *Files[I].getBinary();
-    if (kdl::pluginAccepts(B.getImage(), Dev, Why)) {
-      Accepted.push_back({B.getImage(), getKeys(B)});
+  for (size_t I = 0, E = Files.size(); I != E; ++I)
+    if (kdl::pluginAccepts(Files[I].getBinary()->getImage(), Dev, Why))
       Index.push_back(I);
-    }
+  if (Index.size() <= 1)
+    return Index.empty() ? std::nullopt : std::optional<size_t>(Index[0]);
+  SmallVector<ImageCandidate, 8> Accepted;
+  for (size_t I : Index) {
+    const OffloadBinary &B = *Files[I].getBinary();
+    Accepted.push_back({B.getImage(), getKeys(B)});
   }
-  if (Accepted.empty())
-    return std::nullopt;
   return Index[selectImage(Accepted, RankDev).Index];
 }
 
