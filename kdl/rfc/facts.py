@@ -45,11 +45,31 @@ HISTORY: tuple[PullRequest, ...] = (
         "solution that 'might not be overly optimal'",
     ),
     PullRequest(
+        156955,
+        None,
+        "open",
+        "lets the CUDA plugin load fatbinaries, so the CUDA driver chooses "
+        "among their images",
+    ),
+    PullRequest(
         169425,
         "[Offloading] Offload Binary Format V2: Support Multiple Entries",
         "merged",
         "OffloadBinary version 2: several entries in one binary, "
         "`OIF_Metadata` entries without an image",
+    ),
+    PullRequest(
+        180003,
+        None,
+        "merged",
+        "its author notes that the runtime should in future iterate over the "
+        "images of a binary",
+    ),
+    PullRequest(
+        185404,
+        None,
+        "merged",
+        "the Level Zero plugin accepts an OffloadBinary and loads it whole",
     ),
     PullRequest(
         185663,

@@ -59,36 +59,28 @@ def metadata_vocabulary(src: Sources) -> str:
     o += [
         "## Summary",
         "",
-        "Every OffloadBinary image carries a key/value string map, but LLVM gives "
-        "only `triple` and `arch` a meaning. This RFC proposes a small documented "
-        f"vocabulary of optional keys ({key_list}) in a new `{DOCS_PAGE}`, which "
-        "also documents `triple` and `arch`, and a "
-        "compatibility check in `llvm/lib/Object` that reads them and reports why "
-        "an image was rejected. Binaries without the keys behave exactly as today. "
-        f"A companion RFC, *{RANKED_TITLE[6:]}*, proposes how the offload runtime "
-        "uses the keys to choose between images.",
+        "Every OffloadBinary entry carries a key/value string map. LLVM's tools "
+        "write `triple`, `arch`, `producer` and, under `-foffload-lto`, "
+        "`feature` (read by `clang-linker-wrapper`), but nothing says how a "
+        "runtime should choose between entries. This RFC proposes five optional "
+        f"keys ({key_list}), documented in `{DOCS_PAGE}`, that order the entries "
+        "a device's plugin accepts and never make an entry loadable or remove "
+        "one. Binaries without them behave exactly as today. A companion RFC, "
+        f"*{RANKED_TITLE[6:]}*, proposes the choice itself, which works from the "
+        "images alone; the keys only refine it.",
         "",
         "## Motivation",
         "",
-        "Several images for different targets now travel in one binary: format "
-        "version 2 stores them as entries of one binary "
-        f"([#169425]({facts.pr(169425).url})), and `llvm-offload-binary` puts every "
-        f"`--image` into one binary ([#197456]({facts.pr(197456).url})). The tool "
-        "already stores any extra `key=value` verbatim and `OffloadBinary::getString` "
-        "reads it back, but no key other than `triple` and `arch` means anything to "
-        'any LLVM component. A producer cannot say "this cubin needs sm_80 or '
-        'newer in the same major", "this code object needs xnack on" or "prefer '
-        'this variant", and every consumer that wants to choose between images '
-        "has to invent its own convention.",
+        "Several images for different targets travel in one binary: format "
+        f"version 2 stores them as entries of one binary ([#169425]"
+        f"({facts.pr(169425).url})), and `llvm-offload-binary` puts every "
+        f"`--image` into one binary ([#197456]({facts.pr(197456).url})). A "
+        "producer that builds a tuned and a portable variant, or PTX that needs "
+        "a newer device than its target says, has no way to tell the runtime, "
+        "and every consumer that wants to choose invents its own convention.",
         "",
     ]
-    o += example(
-        src,
-        "Without such information the runtime takes the first image that passes "
-        f"its target check ([#139147]({facts.pr(139147).url}) in libomptarget; "
-        f"[#186088]({facts.pr(186088).url}) proposes the same loop for every plugin).",
-    )
-    o += ["", "## Proposal", ""]
+    o += ["## Proposal", ""]
     if src.vocab is not None:
         o.append(f"The keys, as the docs patch defines them (`{DOCS_PAGE}`):")
         o.append("")
@@ -102,62 +94,57 @@ def metadata_vocabulary(src: Sources) -> str:
         "",
         "Rules for all keys:",
         "",
-        "- A missing key imposes nothing, and keys a reader does not know are "
-        "ignored, so producers can add keys without breaking older runtimes.",
-        "- A value that does not match its grammar rejects the image with reason "
-        "`malformed-metadata`; nothing is guessed.",
+        "- They order only the entries the device's plugin already accepts; an "
+        "unmet `min_sm`, `min_gfx` or `requires_features` ranks an entry last, "
+        "and the entry still loads when it is the only one accepted.",
+        "- A missing key imposes nothing; keys a reader does not know are ignored.",
+        "- A malformed value makes its entry unrankable: it is never chosen over "
+        "an earlier entry, and, listed first, it is kept.",
         "- List values are written by repeating the key: `llvm-offload-binary` "
-        "splits a value at commas into new keys and joins repeated keys with commas.",
-        "- The architecture rules are the vendors' published ones. NVPTX: a cubin "
-        "for sm_XY runs on the same major with an equal or higher minor, `sm_XYa` "
-        "only on exactly that device, `sm_XYf` within its family, PTX on any device "
-        "at or above its version. AMDGPU: the same processor with compatible "
-        "xnack/sramecc settings (a feature left out means either), and generic "
-        "targets such as gfx9-generic by their generic version, as "
-        "`llvm/docs/AMDGPUUsage.rst` specifies.",
-        "",
-        "The check lives next to `OffloadBinary` so that libomptarget, liboffload "
-        "and the tools share one implementation.",
+        "joins repeated keys with commas.",
+        "- `min_sm` and `min_gfx` are for code whose target does not say what it "
+        "needs (PTX, bitcode, generic code objects); `min_gfx` compares "
+        "features as well as ISA versions (`AMDGPU::getArchAttrAMDGCN`), so "
+        "gfx90c does not meet `min_gfx=gfx906`. `requires_features` says what "
+        "the device must offer at run time, unlike `feature`, which says how the "
+        "code was compiled.",
     ]
     functions = sorted(
         (d for d in src.api if d.startswith("LLVM_ABI")),
         key=lambda d: next((i for i, w in enumerate(KEY_API) if w in d), len(KEY_API)),
     )
     if functions:
+        o.append("")
         o.append(
-            "The new header in `llvm/include/llvm/Object/` declares, among others:"
+            "The ranking helpers (`llvm/Frontend/Offloading/ImageRanking.h`) "
+            "declare, among others:"
         )
         o.append("")
         o += code("\n".join(_wrap_decl(d) for d in functions[:MAX_DECLS]), "c++")
     o += [
-        "",
-        "Every rejection carries a stable reason code that tools and debug output "
-        "print: " + ", ".join(f"`{r}`" for r in (src.reasons or REASONS)) + ".",
         "",
         "## Compatibility and migration",
         "",
         "- No format change: the keys live in the existing string map of version 1 "
         "and version 2 binaries, and the compression proposal "
         f"([#222774]({facts.pr(222774).url})) leaves that map unchanged.",
-        "- Existing binaries carry none of the keys and get the same target check "
-        "as today.",
         "- Producers opt in per image with the existing tool: "
         "`llvm-offload-binary -o out.bin --image=file=k.cubin,"
-        "triple=nvptx64-nvidia-cuda,arch=sm_90,kind=openmp,min_sm=90,"
-        "variant_priority=10`.",
-        "- Clang does not write the keys yet, and in LLVM 22 `clang-linker-wrapper` "
-        "re-wraps the final device image with only `triple` and producer "
-        "metadata, so keys attached at packaging time do not reach the runtime "
-        "in the normal OpenMP flow. " + _wrapper_note(src),
+        "triple=nvptx64-nvidia-cuda,arch=sm_90,kind=openmp,variant_priority=10`.",
+        "- The keys reach the runtime where the container does (an OffloadBinary "
+        "given to `olCreateProgram`). clang's OpenMP flow registers each image "
+        "inside its binary, so `registerLib` sees no string map and chooses from "
+        "the images alone. No producer in LLVM writes the keys yet; MLIR's "
+        "`gpu.binary` is the one proposed next.",
         "",
         "## Alternatives considered",
         "",
         "- **Encode more in `arch`** (a target-ID-like string for NVPTX). It covers "
-        "the minimum architecture but not priorities or required features, and it "
-        "changes what existing code compares.",
-        "- **Leave it to each plugin.** That is the status quo: each plugin checks "
-        "its own subset, and the tools that pack or inspect binaries cannot say "
-        "which image a device would accept.",
+        "the minimum architecture but not priorities, and it changes what existing "
+        "code compares.",
+        "- **No keys at all**: the companion proposal chooses from the images "
+        "alone, which is enough for clang-built programs; the keys matter only "
+        "where a producer knows more than the code says.",
         "- **What other systems do**: every one filters first; few rank, and only "
         "HIP and IREE say why an image was refused.",
         "",
@@ -166,23 +153,14 @@ def metadata_vocabulary(src: Sources) -> str:
     o += ["", *testing(src)]
     o += ["", "## Measurements", "", *vocab_measurements(src)]
     o += ["", *plan(src)]
-    naming = []
-    if any("isMetadataCompatible" in d for d in src.api):
-        naming = [
-            "- The check is called `isMetadataCompatible`, the name that "
-            f"[#186088]({facts.pr(186088).url}) gives its plugin hook. Should "
-            "that hook call this function, or should one of them be renamed?"
-        ]
     o += [
         "",
         "## Open questions",
         "",
-        *naming,
         "- `min_sm` and `min_gfx` are vendor-specific on purpose. Would reviewers "
         "prefer one `min_arch` key whose grammar depends on the triple?",
         "- Feature names: vendor tokens, or LLVM target-feature names? Where should "
         "the runtime learn the device's features from?",
-        "- Should Clang emit the keys (from `--offload-arch` and attributes)?",
         "- Should `llvm-objdump --offloading` print every key? Today it prints "
         "kind, arch, triple and producer.",
         "",
@@ -194,7 +172,7 @@ def metadata_vocabulary(src: Sources) -> str:
 
 MAX_DECLS = 6
 #: The declarations the post shows first, in this order.
-KEY_API = ("isMetadataCompatible", "rankOffloadImages", "getSelected", "Name(")
+KEY_API = ("selectImage", "isBetterImage", "rankImage", "scoreImage")
 
 
 def _ordinal(i: int) -> str:
@@ -242,33 +220,36 @@ def ranked_selection(src: Sources, states: dict[int, str] | None = None) -> str:
     o += [
         "## Summary",
         "",
-        "When one binary holds several images that a device can run, the offload "
-        "runtime loads the first one in file order. This RFC proposes that the "
-        "runtime ask one function in `llvm/lib/Object` to rank them and load the "
-        "best: highest `variant_priority`, then native code over generic code over "
-        "IR compiled at load time, then the image closest to the device, then file "
-        "order. A binary with one compatible image loads what it loads today, and "
-        "every choice can be explained image by image. It builds on the companion "
-        f"RFC, *{VOCAB_TITLE[6:]}*.",
+        "When a device's plugin accepts several images of one program, the "
+        "offload runtime loads the first. This RFC proposes that a later image "
+        "the plugin also accepts replace it only when it is known to fit the "
+        "device better, judged from the images themselves: machine code for the "
+        "device's own processor, then for a compatible processor, then generic "
+        "code, then code compiled at load; within one fit `sm_90a` before "
+        "`sm_90`, the closest compute capability, the highest generic version. "
+        "Nothing the plugin accepts is rejected, and a program with one image "
+        "runs what it runs today. The same rule picks the entry of an OffloadBinary "
+        "given to `olCreateProgram`. It builds on the companion RFC, "
+        f"*{VOCAB_TITLE[6:]}*.",
         "",
         "## Motivation",
         "",
         f"libomptarget loads one image per device and descriptor since "
         f"[#139147]({facts.pr(139147).url}), whose description says it will "
-        '"use the first one we find, which might not be overly optimal". '
-        "`DeviceImageTy` keeps only the first entry of an OffloadBinary, and "
-        f'[#186088]({facts.pr(186088).url}) loads "the first compatible image" and '
-        "defers any other policy. The order in the file is set by the build, for "
-        "example by the order of `--offload-arch` flags, so the code a device runs "
-        "depends on command-line order:",
+        '"use the first one we find, which might not be overly optimal"; '
+        f"[#180003]({facts.pr(180003).url}) noted that the runtime should iterate "
+        "over the images. Which image is first is decided by the build, not by "
+        "the device:",
         "",
-        "- an sm_86 device given `sm_80` and `sm_86` cubins, in that order, runs "
-        "the `sm_80` code;",
-        "- a gfx942 device given `gfx9-4-generic` before `gfx942` runs the generic "
-        f"code; the duplicate loads that [#139147]({facts.pr(139147).url}) "
-        "stopped were reported with exactly this pair of targets, and "
-        f"[#118919]({facts.pr(118919).url}) left preferring the specific ISA "
-        "undone.",
+        "- clang lists a `gfx9-4-generic` code object before a `gfx942` one, "
+        "and a gfx942 agent reports the gfx9-4-generic ISA too, so the plugin "
+        "accepts both and the generic code runs; the duplicate loads that "
+        f"[#139147]({facts.pr(139147).url}) stopped were reported with exactly "
+        f"this pair, and [#118919]({facts.pr(118919).url}) left preferring the "
+        "specific ISA undone;",
+        "- for NVIDIA, clang lists `sm_90a` before `sm_90` in the executable it "
+        "links, so there the first image is already the better one; an image "
+        "order made elsewhere (packaged binaries, libraries) is not.",
         "",
     ]
     o += example(src, "")
@@ -276,23 +257,23 @@ def ranked_selection(src: Sources, states: dict[int, str] | None = None) -> str:
         "",
         "## Proposal",
         "",
-        "1. **Filter** every image with the compatibility check of the companion "
-        "RFC; a rejected image keeps its reason code.",
-        "2. **Rank** the compatible images: higher `variant_priority` first "
-        "(absent means zero); then the tier, "
-        + ", ".join(f"`{x}`" for x in (src.tiers or TIERS))
-        + "; then closeness to the device (the smallest gap in minor version, or "
-        "the most specific target); then the lower index.",
-        "3. **Load** the image ranked first. The plugin's own checks still "
-        "apply: an image its plugin rejects is never loaded.",
-        "4. **Explain**: every image keeps its rank or its rejection reason, so "
-        "debug output and tools can show the choice"
-        + (
-            ", as in the example above." if src.example and src.example.outputs else "."
-        ),
-        "",
-        "`variant_tag` does not take part in ranking; a caller that asks for a "
-        "tag keeps only the images with that tag (`tag-mismatch` for the others).",
+        "1. **Accept** as today: the plugin's `isDeviceCompatible` decides which "
+        "images a device can run. Nothing here changes it.",
+        "2. **Compare** only accepted images, from their ELF headers: exact "
+        "processor, compatible processor, generic processor, compiled at load "
+        "(bitcode, PTX, SPIR-V); then closeness. An OffloadBinary entry's "
+        "`variant_priority` orders before the fit, and an unmet `min_sm`, "
+        "`min_gfx` or `requires_features` ranks an image last (never removes it).",
+        "3. **Keep the first** unless a later image scores strictly higher; an "
+        "image that cannot be ranked (unreadable, a fatbinary, a container, a "
+        "malformed key) is neither chosen over an earlier one nor displaced.",
+        "4. **Where**: `registerLib` asks the plugin "
+        "(`GenericPluginTy::isBetterImage`) when a second compatible image "
+        "comes for a device; the plugin common layer chooses among the entries "
+        "of an OffloadBinary in `loadBinary`, the loop "
+        f"[#186088]({facts.pr(186088).url}) proposes, with this comparison "
+        "instead of taking the first. The helpers live in FrontendOffloading, "
+        "next to `offloading::amdgpu::isImageCompatibleWithEnv`.",
     ]
     if runtime:
         o += [
@@ -307,34 +288,33 @@ def ranked_selection(src: Sources, states: dict[int, str] | None = None) -> str:
         "",
         "## Compatibility and migration",
         "",
-        "- Binaries with a single compatible image load exactly what they load today.",
-        "- Binaries with several compatible images and no keys may now load a "
-        "different image (native before generic, closer before farther). That is "
-        "the point, but it changes which code runs: the runtime logs the choice and "
+        "- A device gets an image whenever it gets one today; a program with one "
+        "image, or whose images tie, loads exactly what it loads today.",
+        "- A program whose later image fits better now runs that image. That is "
+        "the point, but it changes which code runs: "
         + (
-            "has a switch back to the old behaviour for bisection (the controls above)."
+            "`OFFLOAD_IMAGE_SELECTION=first` restores the old rule for bisection."
             if src.controls is not None
-            else "should offer a way back for bisection (see open questions)."
+            else "an environment variable should restore the old rule."
         ),
+        "- The Level Zero plugin keeps loading its OffloadBinaries whole.",
         "- No format or API is removed; the keys are optional.",
-        "- liboffload in LLVM 22 hands a whole OffloadBinary to the CUDA driver, "
-        "which rejects it (see the measurements); selecting an image first fixes "
-        "that.",
         "",
         "## Alternatives considered",
         "",
-        "- **Keep first-compatible-wins and ask producers to order images.** In "
-        f"the review of [#186088]({facts.pr(186088).url}) the container's job was "
+        "- **Keep first-compatible and ask producers to order images.** In the "
+        f"review of [#186088]({facts.pr(186088).url}) the container's job was "
         'described as "a loop in the is_valid / load routines to just grab the '
-        "first one that's compatible\". The ranking is that loop with a sort key "
-        "instead of an early exit; no producer order is best for every device, "
-        "and linking or archiving merges binaries in an order nobody chose.",
-        "- **Load every compatible image.** This is what "
-        f"[#139147]({facts.pr(139147).url}) stopped: the same symbols would be "
-        "loaded twice.",
-        "- **Rank in each plugin** as HIP's runtime does (native, then generic, "
-        "then SPIR-V). Each runtime would re-implement the same rules, and LLVM's "
-        "tools could not show a choice before run time.",
+        "first one that's compatible\". This proposal is that loop, where a "
+        "later image may replace the first only when it is known to be better; "
+        "no producer order is best for every device of a family.",
+        "- **Load a CUDA fatbinary and let the driver choose** "
+        f"([#156955]({facts.pr(156955).url})): the driver prefers matching machine "
+        "code over PTX, but says nothing about its choice, and it covers only "
+        "NVIDIA.",
+        "- **Let HSA/comgr choose for AMDGPU**, as HIP's runtime does (native, "
+        "then generic, then SPIR-V): the same order as here, but only inside one "
+        "vendor's runtime.",
         "- **What other systems do**, in brief (function multi-versioning is the "
         "closest to this proposal):",
         "",
@@ -347,11 +327,10 @@ def ranked_selection(src: Sources, states: dict[int, str] | None = None) -> str:
         "",
         "## Open questions",
         "",
-        "- Should `variant_priority` override the tier, as proposed and as "
-        "`priority=` does for function multi-versioning, or only break ties "
-        "within a tier?",
-        "- How close is close: for NVPTX the smallest minor gap, for AMDGPU "
-        "generic targets the highest generic version?",
+        "- Should `variant_priority` order before the fit, as proposed and as "
+        "`priority=` does for function multi-versioning, or only break ties?",
+        "- ptxas of CUDA 13 writes the same ELF flags for `sm_90` and `sm_90a`; "
+        "is there a better source for the suffix than the entry's `arch`?",
         *(
             []
             if src.controls is not None
@@ -360,21 +339,17 @@ def ranked_selection(src: Sources, states: dict[int, str] | None = None) -> str:
                 "force a tag, for bisection?"
             ]
         ),
-        "- Should the runtime try the next image when loading the first fails?",
-        (
-            "- The liboffload patch selects inside `olCreateProgram`. Should a new "
-            "entry point also return the ranked list to callers that choose "
-            "themselves?"
-            if src.touching("offload/liboffload/")
-            else "- liboffload: should `olCreateProgram` select internally, or "
-            "should a new entry point return the ranked list to the caller?"
-        ),
+        "- Should the runtime try the next image when loading the chosen one fails?",
+        "- Should a liboffload entry point return the ordered list to callers "
+        "that choose themselves?",
         "- What to do when several plugins accept one image "
         f"([#225135]({facts.pr(225135).url}))?",
         "",
     ]
     o += history(
-        src, (118919, 139147, 169425, 185663, 186088, 197456, 209563, 225135), states
+        src,
+        (118919, 139147, 156955, 169425, 180003, 185404, 185663, 186088, 225135),
+        states,
     )
     o += ["", *cc()]
     return "\n".join(o).rstrip() + "\n"

@@ -22,7 +22,7 @@ from kdl.rfc.figures import _patch_stat
 log = logging.getLogger("kdl")
 
 #: The docs page the metadata patch adds and the header of its key table.
-DOCS_PAGE = "llvm/docs/OffloadBinaryMetadata.rst"
+DOCS_PAGE = "offload/docs/ImageSelection.rst"
 TABLE_HEADER = ["Key", "Grammar", "Meaning", "Default"]
 #: The header of the runtime's table of environment variables.
 CONTROLS_HEADER = ["Variable", "Effect"]
@@ -163,7 +163,9 @@ def controls_rows(patch_path: Path, page: str) -> list[list[str]] | None:
     text = rst.new_file_text(patch_path.read_text(errors="replace"), page)
     if text is None:
         return None
-    return rst.find_md_table(text, CONTROLS_HEADER)
+    if page.endswith(".md"):
+        return rst.find_md_table(text, CONTROLS_HEADER)
+    return rst.find_table(text, CONTROLS_HEADER)
 
 
 def vocab_rows(patch_path: Path) -> list[list[str]] | None:
@@ -178,7 +180,7 @@ _DECL = re.compile(r"^\+(LLVM_ABI\s.*|(?:enum class|struct|class)\s+\w+.*)$")
 
 
 def header_api(patch_text: str) -> list[str]:
-    """Declarations a patch adds to ``llvm/include/llvm/Object/*.h``.
+    """Declarations a patch adds to ``llvm/include/llvm/Frontend/Offloading/*.h``.
 
     Exported functions (``LLVM_ABI ...;``, joined over continuation lines)
     and the names of new enums/structs, as one-line strings.
@@ -188,7 +190,9 @@ def header_api(patch_text: str) -> list[str]:
     pending: list[str] | None = None
     for line in patch_text.splitlines():
         if line.startswith("diff --git "):
-            in_header = bool(re.search(r" b/llvm/include/llvm/Object/\S+\.h$", line))
+            in_header = bool(
+                re.search(r" b/llvm/include/llvm/Frontend/Offloading/\S+\.h$", line)
+            )
             pending = None
             continue
         if not in_header or not line.startswith("+") or line.startswith("+++"):
@@ -307,16 +311,14 @@ def load(root: Path | None = None) -> Sources:
                     f"in {DOCS_PAGE}"
                 )
         for page in patch.new_files:
-            if src.controls is None and re.match(r"offload/docs/.*\.md$", page):
+            if src.controls is None and re.match(r"offload/docs/.*\.(md|rst)$", page):
                 rows = controls_rows(path, page)
                 if rows:
                     src.controls = ControlsTable(rows, patch.rel, page)
         text = path.read_text(errors="replace")
         if not src.reasons:
-            src.reasons = [
-                r for r in enum_names(text, "ImageCompatibility") if r != "compatible"
-            ]
-            src.tiers = enum_names(text, "ImageTier")
+            src.reasons = []
+            src.tiers = enum_names(text, "ImageFit")
         decls = header_api(text)
         if decls and not src.api:
             src.api, src.api_patch = decls, patch.rel
