@@ -26,15 +26,7 @@ namespace kdl {
 namespace shim {
 
 static ImageKeys getKeys(const Candidate &C) {
-  if (!C.Binary)
-    return {};
-  const OffloadBinary &B = *C.Binary;
-  return {B.getString("variant_priority"),
-          B.getString("variant_tag"),
-          B.getString("min_sm"),
-          B.getString("min_gfx"),
-          B.getString("requires_features"),
-          B.getArch()};
+  return C.Binary ? getImageKeys(*C.Binary) : ImageKeys();
 }
 
 DeviceFamily familyOf(const Candidate &C) {

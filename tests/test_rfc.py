@@ -134,7 +134,7 @@ def test_vocabulary_table_is_quoted_from_the_docs_patch(tmp_path: Path) -> None:
     quotes = {m.group("ref"): m.group("body") for m in QUOTE_RE.finditer(text)}
     ref = (
         "patches/0001-Object-Offload-Add-standard-OffloadBinary-metadata-keys.patch"
-        "#table:llvm/docs/OffloadBinaryMetadata.rst"
+        "#table:offload/docs/ImageSelection.rst"
     )
     assert ref in quotes
     assert "| `min_sm` | decimal `10 * major + minor` |" in quotes[ref]
@@ -425,8 +425,8 @@ def test_header_api_lists_exported_functions(tmp_path: Path) -> None:
     patch = next((root / "patches").glob("0001-*.patch")).read_text()
     api = sources.header_api(patch)
     assert (
-        "LLVM_ABI ImageCompatibilityResult isMetadataCompatible(const OffloadBinary "
-        "&Image, const OffloadDevice &Device);"
+        "LLVM_ABI bool isBetterImage(const ImageCandidate &Current, const "
+        "ImageCandidate &Candidate, const ImageDevice &Device);"
     ) in api
 
 
@@ -531,4 +531,4 @@ def test_posts_follow_what_the_stack_contains(tmp_path: Path) -> None:
     note = render._wrapper_note(src)
     assert note.startswith("The third patch of the stack")
     ranked = render.ranked_selection(src)
-    assert "should a new entry point return the ranked list" in ranked
+    assert "return the ordered list to callers" in ranked

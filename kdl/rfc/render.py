@@ -269,11 +269,10 @@ def ranked_selection(src: Sources, states: dict[int, str] | None = None) -> str:
         "malformed key) is neither chosen over an earlier one nor displaced.",
         "4. **Where**: `registerLib` asks the plugin "
         "(`GenericPluginTy::isBetterImage`) when a second compatible image "
-        "comes for a device; the plugin common layer chooses among the entries "
-        "of an OffloadBinary in `loadBinary`, the loop "
-        f"[#186088]({facts.pr(186088).url}) proposes, with this comparison "
-        "instead of taking the first. The helpers live in FrontendOffloading, "
-        "next to `offloading::amdgpu::isImageCompatibleWithEnv`.",
+        "comes for a device; the plugin common layer picks the entry of an "
+        "OffloadBinary in `loadBinary`: the loop of "
+        f"[#186088]({facts.pr(186088).url}), ranked. The helpers live in "
+        "FrontendOffloading.",
     ]
     if runtime:
         o += [
@@ -312,9 +311,8 @@ def ranked_selection(src: Sources, states: dict[int, str] | None = None) -> str:
         f"([#156955]({facts.pr(156955).url})): the driver prefers matching machine "
         "code over PTX, but says nothing about its choice, and it covers only "
         "NVIDIA.",
-        "- **Let HSA/comgr choose for AMDGPU**, as HIP's runtime does (native, "
-        "then generic, then SPIR-V): the same order as here, but only inside one "
-        "vendor's runtime.",
+        "- **Let HSA/comgr choose for AMDGPU**, as HIP's runtime does: the same "
+        "order, inside one vendor's runtime.",
         "- **What other systems do**, in brief (function multi-versioning is the "
         "closest to this proposal):",
         "",

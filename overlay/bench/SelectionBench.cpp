@@ -90,15 +90,6 @@ static uint64_t nowNs() {
       .count();
 }
 
-static ImageKeys getKeys(const OffloadBinary &Binary) {
-  return {Binary.getString("variant_priority"),
-          Binary.getString("variant_tag"),
-          Binary.getString("min_sm"),
-          Binary.getString("min_gfx"),
-          Binary.getString("requires_features"),
-          Binary.getArch()};
-}
-
 /// Today's policy: libomptarget's PluginManager::registerLib loads, per
 /// device, the first image the plugin accepts.
 static std::optional<size_t> firstCompatibleWins(ArrayRef<OffloadFile> Files,
@@ -125,7 +116,7 @@ static std::optional<size_t> ranked(ArrayRef<OffloadFile> Files,
   SmallVector<ImageCandidate, 8> Accepted;
   for (size_t I : Index) {
     const OffloadBinary &B = *Files[I].getBinary();
-    Accepted.push_back({B.getImage(), getKeys(B)});
+    Accepted.push_back({B.getImage(), kdl::getImageKeys(B)});
   }
   return Index[selectImage(Accepted, RankDev).Index];
 }

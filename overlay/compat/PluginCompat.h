@@ -21,6 +21,8 @@
 #define KDL_COMPAT_PLUGINCOMPAT_H
 
 #include "llvm/ADT/StringRef.h"
+#include "llvm/Frontend/Offloading/ImageRanking.h"
+#include "llvm/Object/OffloadBinary.h"
 #include "llvm/TargetParser/Triple.h"
 
 #include <string>
@@ -46,6 +48,10 @@ struct PluginDevice {
 /// \p Why says why in one line.
 bool pluginAccepts(llvm::StringRef Image, const PluginDevice &Device,
                    std::string &Why);
+
+/// The selection keys of an OffloadBinary entry, as the series' loadBinary
+/// reads them (offload/plugins-nextgen/common/src/PluginInterface.cpp).
+llvm::offloading::ImageKeys getImageKeys(const llvm::object::OffloadBinary &B);
 
 } // namespace kdl
 

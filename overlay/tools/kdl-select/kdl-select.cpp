@@ -149,15 +149,6 @@ struct Verdict {
 };
 } // namespace
 
-static ImageKeys getKeys(const OffloadBinary &Binary) {
-  return {Binary.getString("variant_priority"),
-          Binary.getString("variant_tag"),
-          Binary.getString("min_sm"),
-          Binary.getString("min_gfx"),
-          Binary.getString("requires_features"),
-          Binary.getArch()};
-}
-
 static StringRef getSelectionName(ImageSelectionKind Kind) {
   switch (Kind) {
   case ImageSelectionKind::Single:
@@ -232,7 +223,8 @@ int main(int Argc, char **Argv) {
   SmallVector<size_t> CandidateIndex;
   for (const OffloadFile &File : Files) {
     const OffloadBinary &Binary = *File.getBinary();
-    Verdict V{&Binary, false, "", 0, {Binary.getImage(), getKeys(Binary)}};
+    Verdict V{
+        &Binary, false, "", 0, {Binary.getImage(), kdl::getImageKeys(Binary)}};
     // An entry flagged OIF_Metadata (bit 0) describes the binary and holds
     // no image.
     if (Binary.getFlags() & 1)
