@@ -221,6 +221,18 @@ def test_post_needs_which(drafts: Path, monkeypatch: pytest.MonkeyPatch) -> None
         )
 
 
+def _post_to_loopback(
+    loopback: Any, monkeypatch: pytest.MonkeyPatch
+) -> tuple[Any, list[str]]:
+    """A loopback server that accepts a post, credentials, and the argv that
+    posts the vocabulary draft to it for real."""
+    server = loopback(Reply(200, CREATED))
+    monkeypatch.setenv("DISCOURSE_API_KEY", KEY)
+    monkeypatch.setenv("DISCOURSE_API_USERNAME", USER)
+    argv = ["rfc", "post", "--which", "metadata-vocabulary", "--post"]
+    return server, [*argv, "--url", server.url, "--category", "7"]
+
+
 def test_post_really_sends(
     drafts: Path,
     loopback: Any,
@@ -228,19 +240,8 @@ def test_post_really_sends(
     capsys: pytest.CaptureFixture[str],
     secrets_watch: None,
 ) -> None:
-    server = loopback(Reply(200, CREATED))
-    monkeypatch.setenv("DISCOURSE_API_KEY", KEY)
-    monkeypatch.setenv("DISCOURSE_API_USERNAME", USER)
-    argv = [
-        "rfc",
-        "post",
-        "--which",
-        "metadata-vocabulary",
-        "--post",
-        "--url",
-        server.url,
-    ]
-    assert cli.main([*argv, "--category", "7"]) == 0
+    server, argv = _post_to_loopback(loopback, monkeypatch)
+    assert cli.main(argv) == 0
     captured = capsys.readouterr()
     assert f"{server.url}/t/rfc-standard-metadata-keys/4242" in captured.out
     assert KEY not in captured.out + captured.err
@@ -263,11 +264,7 @@ def test_dry_run_sends_nothing_even_with_post(
     where: str,
 ) -> None:
     """--dry-run, before or after the subcommand, wins over --post."""
-    server = loopback(Reply(200, CREATED))
-    monkeypatch.setenv("DISCOURSE_API_KEY", KEY)
-    monkeypatch.setenv("DISCOURSE_API_USERNAME", USER)
-    argv = ["rfc", "post", "--which", "metadata-vocabulary", "--post"]
-    argv += ["--url", server.url, "--category", "7"]
+    server, argv = _post_to_loopback(loopback, monkeypatch)
     argv = ["--dry-run", *argv] if where == "before" else [*argv, "--dry-run"]
     try:
         assert cli.main(argv) == 0
