@@ -7,10 +7,14 @@ GPU: the measurements themselves come from gpu/run.sh on the device machine.
 from __future__ import annotations
 
 import json
+import subprocess
+from pathlib import Path
 
 import pytest
 
-from kdl import gpureport
+from kdl import gpureport, paths
+from kdl.offload.binary import make_image, write_v1
+from kdl.offload.elf import cubin_header
 
 RAW = gpureport.RAW
 
@@ -145,11 +149,12 @@ def test_image_choice_table(summary: dict[str, object]) -> None:
     assert isinstance(ch, dict)
     rows = {r["file"]: r for r in ch["orders"]}
     assert set(rows) == set(gpureport.ORDERS)
-    # CUDA's rules on 9.0: the first compatible image of each order.
+    # Upstream's registerLib rule on 9.0 (no raw PTX): the first compatible
+    # image of each order.
     assert rows["order-ascending.bin"]["first_compatible"] == "sm_90"
-    assert rows["order-ptx-first.bin"]["first_compatible"] == "compute_80"
+    assert rows["order-ptx-first.bin"]["first_compatible"] == "sm_90"
     assert rows["order-descending.bin"]["first_compatible"] == "sm_90a"
-    assert rows["order-generic-first.bin"]["first_compatible"] == "compute_80"
+    assert rows["order-generic-first.bin"]["first_compatible"] == "sm_90"
     for r in rows.values():
         # kdl-select's choice was recorded, is compatible, and is never
         # measurably worse than first-compatible (5% is run-to-run noise).
@@ -175,12 +180,58 @@ def test_shim_runs_what_kdl_select_chose(summary: dict[str, object]) -> None:
 
 
 def test_cuda_compatibility_rules() -> None:
+    """Upstream's rule: the CUDA plugin's isELFCompatible, and no raw PTX."""
     ok = gpureport.compatible_cuda
-    assert ok("sm_90", 9, 0) and ok("sm_90a", 9, 0) and ok("compute_80", 9, 0)
+    assert ok("sm_90", 9, 0) and ok("sm_90a", 9, 0)
+    assert not ok("compute_80", 9, 0) and not ok("compute_80", 7, 5)
     assert not ok("sm_80", 9, 0)
     assert ok("sm_80", 8, 6) and not ok("sm_90", 8, 6)
-    assert not ok("sm_90a", 9, 1) and ok("sm_90", 9, 1)
-    assert not ok("compute_80", 7, 5)
+    # The plugin does not look at the "a" suffix.
+    assert ok("sm_90a", 9, 1) and ok("sm_90", 9, 1)
+
+
+@pytest.mark.overlay
+def test_v2_ranking_makes_the_recorded_choices(
+    summary: dict[str, object], tmp_path: Path
+) -> None:
+    """The image-choice table's "ranked" column was recorded with series v1;
+    series v2's kdl-select makes the same choice for each order, on images
+    with the headers ptxas 13 writes (ELF ABI 2) and the runs' string maps."""
+    tool = paths.OVERLAY_BUILD / "bin" / "kdl-select"
+    if not tool.is_file():
+        pytest.skip(f"{tool} not built")
+    ch = summary["image_choice"]
+    assert isinstance(ch, dict)
+    images = {}
+    for name, info in gpureport.GEMM_IMAGES.items():
+        if info["kind"] == "ptx":
+            payload = f".version 9.0\n.target sm_{info['sm']}\n".encode()
+        else:
+            payload = cubin_header(name, abi=2)
+        images[name] = make_image(
+            payload,
+            [("triple", "nvptx64-nvidia-cuda"), ("arch", name)],
+            kind="s" if info["kind"] == "ptx" else "cubin",
+            offload_kind="cuda",
+        )
+    for row in ch["orders"]:
+        path = tmp_path / row["file"]
+        path.write_bytes(write_v1(images[n] for n in row["order"]))
+        got = json.loads(
+            subprocess.run(
+                [
+                    str(tool),
+                    "--json",
+                    "--device=triple=nvptx64-nvidia-cuda,arch=sm_90",
+                    str(path),
+                ],
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout
+        )
+        assert row["order"][got["selected"]] == row["ranked"], row["file"]
+        assert row["order"][got["first_compatible"]] == row["first_compatible"]
 
 
 def test_statistics() -> None:
