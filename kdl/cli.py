@@ -185,6 +185,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     p = add(
+        "fuzz",
+        "fuzz:cmd_fuzz",
+        "run libFuzzer (ASan, UBSan) on the series' ranking, seeded from lit",
+    )
+    p.add_argument("--seconds", type=int, default=60, metavar="N", help="how long [60]")
+
+    p = add(
         "upstream-check",
         "upstreamcheck:cmd_upstream_check",
         "compile the series' C++ against upstream main's headers at the "

@@ -20,6 +20,9 @@ from kdl import paths, proc
 
 log = logging.getLogger("kdl")
 
+#: How long selftest (and so CI) runs the fuzzer.
+FUZZ_SECONDS = 60
+
 #: gtest's JSON report of the series' unit tests; the RFC counts it.
 UNITTEST_RESULTS = paths.RESULTS / "unittests.json"
 
@@ -137,6 +140,12 @@ def cmd_selftest(args: argparse.Namespace) -> int:
     print("\n=== lit suite (llvm-tests)", flush=True)
     lit = testrun.run_lit(overlay=overlay)
     stage("lit", lit.ok, lit.summary())
+
+    print(f"\n=== libFuzzer on the ranking ({FUZZ_SECONDS} s, seeded from lit)")
+    from kdl.fuzz import run_fuzz
+
+    fuzz_ok = run_fuzz(FUZZ_SECONDS)
+    stage("fuzz", fuzz_ok, "no finding" if fuzz_ok else "a finding in build/fuzz/")
 
     print("\n=== RFC drafts from this run's results, then kdl rfc --check", flush=True)
     posts, problems = _draft_and_check_rfc()

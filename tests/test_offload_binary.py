@@ -7,18 +7,21 @@ from __future__ import annotations
 
 import hashlib
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
 
+from kdl import paths
 from kdl.errors import FormatError, WorkspaceError
-from kdl.offload import binary
+from kdl.offload import binary, elf
 from kdl.offload.binary import (
     as_v1,
     make_image,
     parse,
     read_file,
     scan,
+    scan_file,
     write_v1,
     write_v2,
 )
@@ -489,3 +492,69 @@ def test_openmp_executable_is_inspected_through_its_section(tmp_path: Path) -> N
         capture_output=True,
     )
     assert out.read_bytes() == img.image
+
+
+# --- Hostile input: bounded reading ------------------------------------------------
+
+
+def _aliased_strings(count: int, value_bytes: int) -> bytes:
+    """A version 1 binary whose *count* string entries all point at one value
+    of *value_bytes* bytes: each entry is legal, together they would make a
+    reader copy the value *count* times."""
+    strings = [("big", "v" * value_bytes)] + [(f"k{i}", "x") for i in range(count)]
+    data = bytearray(write_v1([make_image(b"img", strings, kind="o")]))
+    str_off = int.from_bytes(data[32 + 8 : 32 + 16], "little")
+    big_value = int.from_bytes(data[str_off + 8 : str_off + 16], "little")
+    for j in range(1, count + 1):
+        at = str_off + 16 * j + 8
+        data[at : at + 8] = big_value.to_bytes(8, "little")
+    return bytes(data)
+
+
+def test_aliased_strings_are_rejected_in_linear_time() -> None:
+    data = _aliased_strings(count=2000, value_bytes=64 * 1024)
+    start = time.monotonic()
+    with pytest.raises(FormatError, match="aliased strings"):
+        parse(data, "aliased.bin")
+    # Rejected after reading about one binary's worth of strings, not 2000 of
+    # them (which took seconds and gigabytes before).
+    assert time.monotonic() - start < 2.0
+
+
+def test_magic_is_checked_before_the_rest_is_read(tmp_path: Path) -> None:
+    with pytest.raises(FormatError, match="not an OffloadBinary or ELF file"):
+        scan_file("/dev/zero")  # would never end if read whole
+
+
+def test_overlapping_offloading_sections_are_rejected(tmp_path: Path) -> None:
+    """Two SHT_LLVM_OFFLOADING section headers over the same bytes."""
+    clang = paths.llvm_bin() / "clang"
+    if not clang.is_file():
+        pytest.skip("no clang")
+    blob = tmp_path / "blob.bin"
+    blob.write_bytes(write_v1([make_image(b"img", [("triple", "x")], kind="o")]))
+    src = tmp_path / "t.c"
+    src.write_text("int x;\n")
+    obj = tmp_path / "t.o"
+    subprocess.run(
+        [
+            str(clang),
+            "-c",
+            str(src),
+            "-Xclang",
+            f"-fembed-offload-object={blob}",
+            "-o",
+            str(obj),
+        ],
+        check=True,
+    )
+    data = bytearray(obj.read_bytes())
+    sections = elf.offloading_sections(bytes(data), str(obj))
+    assert len(sections) == 1
+    # Make another section header a copy of the offloading one.
+    e_shoff = int.from_bytes(data[0x28:0x30], "little")
+    sh = e_shoff + 64 * sections[0].index
+    other = e_shoff + 64 * (sections[0].index - 1)
+    data[other : other + 64] = data[sh : sh + 64]
+    with pytest.raises(FormatError, match="overlaps section"):
+        scan(bytes(data), str(obj))

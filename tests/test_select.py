@@ -7,6 +7,7 @@ writes them) and, for the version 2 path, with kdl's own writer.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -236,7 +237,10 @@ def test_unreadable_files(
     text.write_text("not an offload file\n")
     status, out, err = run(capsys, "select", SM86, str(text))
     assert (status, out) == (2, "")
-    assert err == f"error: {text}: no offloading image found\n"
+    assert err == (
+        f"error: {text}: not an OffloadBinary or ELF file (magic 6e 6f 74 20, "
+        "expected 10 ff 10 ad) at offset 0\n"
+    )
 
 
 @overlay_test
@@ -286,3 +290,59 @@ def test_version2_input_is_converted(
     )
     assert status == 1
     assert err.startswith(f"error: {v2}: no compatible image for ")
+
+
+@overlay_test
+def test_input_is_read_once_from_a_fifo_or_stdin(
+    cuda_file: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A FIFO is read once (a second read would hang), and ``-`` is stdin."""
+    import io
+    import threading
+
+    status, want, _ = run(capsys, "select", SM86, str(cuda_file))
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=lambda: fifo.write_bytes(cuda_file.read_bytes()))
+    writer.start()
+    try:
+        status, out, _ = run(capsys, "select", SM86, str(fifo))
+    finally:
+        writer.join(timeout=10)
+    assert (status, out) == (0, want)
+    monkeypatch.setattr(
+        "sys.stdin", io.TextIOWrapper(io.BytesIO(cuda_file.read_bytes()))
+    )
+    status, out, _ = run(capsys, "select", SM86, "-")
+    assert (status, out) == (0, want)
+
+
+@overlay_test
+def test_a_file_kdl_rejects_never_reaches_llvm(
+    cuda_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A header whose sizes lie is exit 2 with one line, not LLVM's crash."""
+    data = bytearray(cuda_file.read_bytes())
+    data[8:16] = (1 << 40).to_bytes(8, "little")  # the binary's size field
+    bad = tmp_path / "bad.bin"
+    bad.write_bytes(bytes(data))
+    status, out, err = run(capsys, "select", SM86, str(bad))
+    assert (status, out) == (2, "")
+    assert err.startswith(f"error: {bad}: ") and err.count("\n") == 1
+
+
+@overlay_test
+def test_control_characters_are_escaped(
+    tmp_path: Path, built_overlay: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out_file = pack(tmp_path / "esc.bin", f"cubin:triple={CUDA},arch=sm_90,kind=cuda")
+    # The same length, so no offset moves.
+    data = out_file.read_bytes().replace(b"sm_90\0", b"\x1b[2Jx\0")
+    out_file.write_bytes(data)
+    status, out, err = run(capsys, "select", SM86, str(out_file))
+    assert status == 1
+    assert "\x1b" not in out + err
+    assert "\\x1b[2Jx" in err

@@ -105,8 +105,17 @@ def read_file(path: str | Path) -> list[Image]:
 
 
 def scan_file(path: str | Path) -> Scan:
+    """Read *path* once and scan it. The magic is checked before the rest is
+    read, so a device such as /dev/zero or a large file of something else is
+    turned away after four bytes."""
     try:
-        data = Path(path).read_bytes()
+        with Path(path).open("rb") as f:
+            head = f.read(4)
+            if head not in (MAGIC, elf.MAGIC):
+                raise FormatError(
+                    str(path), f"not an OffloadBinary or ELF file ({_what(head)})", 0
+                )
+            data = head + f.read()
     except OSError as exc:
         raise WorkspaceError(f"{path}: cannot read: {exc.strerror or exc}") from exc
     return scan(data, str(path))
@@ -126,6 +135,16 @@ def scan(data: bytes, path: str) -> Scan:
     if data[:4] == elf.MAGIC:
         result = Scan(path, "elf")
         result.sections = elf.offloading_sections(data, path)
+        # Two sections over the same bytes would list their images twice.
+        spans = sorted(result.sections, key=lambda sec: sec.offset)
+        for prev, sec in itertools.pairwise(spans):
+            if sec.offset < prev.offset + prev.size:
+                raise FormatError(
+                    path,
+                    f"section {sec.name} [{sec.index}] overlaps section "
+                    f"{prev.name} [{prev.index}]",
+                    sec.offset,
+                )
         for sec in result.sections:
             _walk(data, path, result, (sec.offset, sec.offset + sec.size, sec.name))
         return result
@@ -259,6 +278,7 @@ class _Reader:
         self.version, self.size, self.count = version, size, count
         self.entries_offset = entries_offset
         self.string_entry = STRING_V1 if version == 1 else STRING_V2
+        self.string_bytes = 0
 
     def fail(self, what: str, offset: int) -> NoReturn:
         raise FormatError(self.path, what, self.base + offset)
@@ -341,9 +361,23 @@ class _Reader:
     def string(self, str_off: int, j: int) -> tuple[str, str]:
         at = str_off + self.string_entry.size * j
         fields = self.string_entry.unpack_from(self.data, self.base + at)
+        key, value = self._string(fields, at)
+        # Keys and values may share bytes (a common suffix), but never more
+        # than the binary holds in all: string entries that point at the same
+        # bytes over and over would make the reader copy the file many times.
+        self.string_bytes += len(key) + len(value)
+        if self.string_bytes > self.size:
+            self.fail(
+                f"string map holds more bytes than the binary ({self.size}): "
+                "aliased strings",
+                at,
+            )
+        return decode(key), decode(value)
+
+    def _string(self, fields: tuple[int, ...], at: int) -> tuple[bytes, bytes]:
         key = self.cstring(fields[0], at, "key")
         if self.version == 1:
-            return decode(key), decode(self.cstring(fields[1], at + 8, "value"))
+            return key, self.cstring(fields[1], at + 8, "value")
         value_off, value_size = fields[1], fields[2]
         if value_off > self.size or value_size > self.size - value_off:
             self.fail(
@@ -353,7 +387,7 @@ class _Reader:
             )
         self.not_structure(value_off, value_size, at + 8, "value")
         start = self.base + value_off
-        return decode(key), decode(self.data[start : start + value_size])
+        return key, self.data[start : start + value_size]
 
     def cstring(self, offset: int, field_at: int, what: str) -> bytes:
         if offset >= self.size:

@@ -1,0 +1,109 @@
+"""``kdl fuzz``: libFuzzer on the series' ranking, with ASan and UBSan.
+
+Builds ``overlay/fuzz/ImageRankingFuzzer.cpp`` with the series'
+``ImageRanking.cpp`` (as the overlay build extracts it), using clang 22 with ``-fsanitize=fuzzer,address,undefined``,
+seeds a fresh corpus with the files the lit suite packed (every ``*.bin``,
+``*.cubin`` and ``*.so`` under the lit output directory), and runs it for a
+bounded time. A finding is a failure; its reproducer stays in
+``build/fuzz/``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import shutil
+from pathlib import Path
+
+from kdl import paths, proc
+from kdl.errors import WorkspaceError
+
+log = logging.getLogger("kdl")
+
+FUZZ_DIR = paths.BUILD / "fuzz"
+SOURCE = paths.OVERLAY_SRC / "fuzz" / "ImageRankingFuzzer.cpp"
+SEED_PATTERNS = ("*.bin", "*.cubin", "*.so")
+#: At most this many seeds, the smallest first (libFuzzer reads them all).
+MAX_SEEDS = 200
+
+
+def build_fuzzer(src_dir: Path, out: Path) -> Path:
+    """Compile the fuzz target against the extracted series in *src_dir*."""
+    prefix = paths.default_llvm_prefix()
+    clang = proc.which("clang++-22") or prefix / "bin" / "clang++"
+    compat = paths.OVERLAY_SRC / "compat"
+    argv: list[str | Path] = [
+        clang,
+        "-std=c++17",
+        "-g",
+        "-O1",
+        "-fno-rtti",
+        "-fsanitize=fuzzer,address,undefined",
+        "-fno-sanitize=vptr",
+        "-fno-sanitize-recover=undefined",
+        f"-I{src_dir / 'llvm' / 'include'}",
+        f"-I{compat / 'include'}",
+        f"-I{compat}",
+        f"-I{prefix / 'include'}",
+        src_dir / "llvm/lib/Frontend/Offloading/ImageRanking.cpp",
+        compat / "PluginCompat.cpp",
+        SOURCE,
+        f"-L{prefix / 'lib'}",
+        "-lLLVM",
+        f"-Wl,-rpath,{prefix / 'lib'}",
+        "-o",
+        out,
+    ]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    proc.run(argv, mutating=True)
+    return out
+
+
+def seed_corpus(corpus: Path, lit_root: Path) -> int:
+    """A fresh corpus of the files the lit suite packed; returns their count."""
+    if corpus.exists():
+        shutil.rmtree(corpus)
+    corpus.mkdir(parents=True)
+    seeds = sorted(
+        (p for pat in SEED_PATTERNS for p in lit_root.rglob(pat) if p.is_file()),
+        key=lambda p: (p.stat().st_size, str(p)),
+    )[:MAX_SEEDS]
+    for i, seed in enumerate(seeds):
+        shutil.copyfile(seed, corpus / f"seed-{i:03d}{seed.suffix}")
+    return len(seeds)
+
+
+def run_fuzz(seconds: int) -> bool:
+    """Build, seed and run for *seconds*; True when nothing was found."""
+    from kdl.overlay import build_overlay
+
+    overlay = build_overlay(report=False)
+    tool = build_fuzzer(overlay.build_dir / "src", FUZZ_DIR / "image-ranking-fuzzer")
+    lit_root = paths.BUILD / "llvm-tests"
+    count = seed_corpus(FUZZ_DIR / "corpus", lit_root)
+    if count == 0:
+        raise WorkspaceError(
+            f"{lit_root}: no seeds (run the lit suite first: kdl test)"
+        )
+    log.info("fuzz: %d seeds from %s, %d s", count, lit_root, seconds)
+    result = proc.run(
+        [
+            tool,
+            f"-max_total_time={seconds}",
+            "-timeout=10",
+            "-rss_limit_mb=2048",
+            f"-artifact_prefix={FUZZ_DIR}/",
+            FUZZ_DIR / "corpus",
+        ],
+        cwd=FUZZ_DIR,
+        check=False,
+        mutating=True,
+    )
+    tail = result.stderr.decode(errors="replace").strip().splitlines()[-3:]
+    for line in tail:
+        print(f"fuzz: {line}")
+    return result.returncode == 0
+
+
+def cmd_fuzz(args: argparse.Namespace) -> int:
+    return 0 if run_fuzz(args.seconds) else 1
