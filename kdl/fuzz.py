@@ -1,7 +1,8 @@
 """``kdl fuzz``: libFuzzer on the series' ranking, with ASan and UBSan.
 
 Builds ``overlay/fuzz/ImageRankingFuzzer.cpp`` with the series'
-``ImageRanking.cpp`` (as the overlay build extracts it), using clang 22 with ``-fsanitize=fuzzer,address,undefined``,
+``ImageRanking.cpp`` (as the overlay build extracts it) and the plugins'
+acceptance model, using clang 22 with ``-fsanitize=fuzzer,address,undefined``,
 seeds a fresh corpus with the files the lit suite packed (every ``*.bin``,
 ``*.cubin`` and ``*.so`` under the lit output directory), and runs it for a
 bounded time. A finding is a failure; its reproducer stays in

@@ -31,6 +31,7 @@ offset of the field (or structure) at fault.
 from __future__ import annotations
 
 import bisect
+import itertools
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NoReturn
