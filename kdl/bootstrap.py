@@ -88,8 +88,11 @@ def ensure_packages() -> None:
 
 
 def _stamp_value() -> str:
+    """What .venv was made for: the pins, the Python, and this workspace's
+    path (a copied or moved workspace must not run the original's package,
+    which the editable install and the scripts' shebangs point at)."""
     digest = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
-    return f"{digest} {sys.version_info[0]}.{sys.version_info[1]}\n"
+    return f"{digest} {sys.version_info[0]}.{sys.version_info[1]} {ROOT}\n"
 
 
 def venv_python() -> Path:
@@ -103,7 +106,8 @@ def ensure_venv() -> Path:
     if py.exists() and STAMP.exists() and STAMP.read_text() == want:
         return py
     _say("creating the virtual environment .venv (pinned in pyproject.toml)")
-    subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
+    # --clear: a .venv copied from another workspace points at that one.
+    subprocess.run([sys.executable, "-m", "venv", "--clear", str(VENV)], check=True)
     pip = [str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
     proc = subprocess.run(
         [*pip, "-e", f"{ROOT}[dev]"], capture_output=True, text=True, check=False

@@ -16,8 +16,8 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from kdl import __version__, proc
-from kdl.errors import WorkspaceError
+from kdl import __version__, paths, proc
+from kdl.errors import UsageError, WorkspaceError
 
 log = logging.getLogger("kdl")
 
@@ -230,6 +230,20 @@ def _setup_logging(verbose: bool, quiet: bool) -> None:
     log.propagate = False
 
 
+def _check_workspace(program: str) -> None:
+    """Refuse to run from the .venv of another (copied or moved) workspace:
+    its console script runs this package, which would write here."""
+    script = Path(program).absolute()
+    if script.parent.name == "bin" and script.parent.parent.name == ".venv":
+        workspace = script.parent.parent.parent
+        if workspace.resolve() != paths.ROOT.resolve():
+            raise UsageError(
+                f"{script} runs the kdl of {paths.ROOT}: {workspace} was copied or "
+                "moved; run a script there (python3 scripts/selftest.py ...) to "
+                "rebuild its .venv"
+            )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     try:
@@ -239,6 +253,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     _setup_logging(args.verbose, args.quiet)
     proc.DRY_RUN = args.dry_run
     try:
+        _check_workspace(sys.argv[0])
         func: Handler = args.func
         return func(args)
     except WorkspaceError as exc:

@@ -198,9 +198,34 @@ def extract_series(
     return not_built
 
 
+def configured_for(build_dir: Path) -> Path | None:
+    """The overlay sources *build_dir* was configured with, if it was."""
+    try:
+        cache = (build_dir / "CMakeCache.txt").read_text(errors="replace")
+    except OSError:
+        return None
+    for line in cache.splitlines():
+        if line.startswith("CMAKE_HOME_DIRECTORY:"):
+            return Path(line.partition("=")[2])
+    return None
+
+
 def _configure(build_dir: Path, src_dir: Path, prefix: Path) -> None:
-    if (build_dir / "CMakeCache.txt").is_file():
+    configured = configured_for(build_dir)
+    if configured is not None and configured.resolve() == paths.OVERLAY_SRC.resolve():
         return
+    if configured is not None:
+        # A workspace that was copied or moved: its cache would build the
+        # other workspace's sources. The build directory is ours; start over.
+        log.info(
+            "overlay: %s was configured for %s; configuring it again for %s",
+            build_dir,
+            configured,
+            paths.OVERLAY_SRC,
+        )
+        if not proc.DRY_RUN:
+            shutil.rmtree(build_dir)
+            build_dir.mkdir(parents=True)
     cmake = proc.which("cmake")
     if cmake is None:
         raise WorkspaceError("cmake: command not found (apt-get install cmake)")

@@ -1,0 +1,79 @@
+"""A copied or moved workspace never runs, or builds, the original's code."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kdl import bootstrap, cli, overlay, paths
+
+
+def test_venv_stamp_names_the_workspace() -> None:
+    """A .venv made for another path is made again (scripts/*.py)."""
+    assert str(paths.ROOT) in bootstrap._stamp_value()
+
+
+def test_the_venv_of_a_copy_refuses_to_run_the_original(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    copy = tmp_path / "copy"
+    script = copy / ".venv" / "bin" / "kdl"
+    script.parent.mkdir(parents=True)
+    script.write_text("")
+    monkeypatch.setattr(sys, "argv", [str(script), "status"])
+    assert cli.main(["--version"]) == 0  # argparse's own exit, before the check
+    capsys.readouterr()
+    assert cli.main(["inspect", "/nonexistent"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {script} runs the kdl of {paths.ROOT}: {copy} ")
+    assert err.count("\n") == 1
+    # This workspace's own script runs.
+    monkeypatch.setattr(sys, "argv", [str(paths.ROOT / ".venv" / "bin" / "kdl")])
+    assert cli.main(["inspect", "/nonexistent"]) == 1
+
+
+def test_overlay_cache_of_another_workspace_is_configured_again(
+    tmp_path: Path,
+) -> None:
+    if shutil.which("cmake") is None:
+        pytest.skip("no cmake")
+    build = tmp_path / "build"
+    build.mkdir()
+    (build / "CMakeCache.txt").write_text(
+        "CMAKE_HOME_DIRECTORY:INTERNAL=/elsewhere/kdl/overlay\n"
+    )
+    (build / "stale").write_text("from the other workspace")
+    assert overlay.configured_for(build) == Path("/elsewhere/kdl/overlay")
+    src = tmp_path / "src"
+    overlay.extract_series(src)
+    overlay._configure(build, src, paths.default_llvm_prefix())
+    assert not (build / "stale").exists()
+    assert overlay.configured_for(build) == paths.OVERLAY_SRC.resolve()
+
+
+def test_a_copied_workspace_does_not_accept_the_originals_venv(
+    tmp_path: Path,
+) -> None:
+    """The copy's set-up computes another stamp than the one the copied
+    .venv carries, so scripts/*.py make the copy's .venv again (--clear)."""
+    copy = tmp_path / "ws"
+    shutil.copytree(paths.ROOT / "kdl", copy / "kdl")
+    shutil.copy(paths.ROOT / "pyproject.toml", copy / "pyproject.toml")
+    stamp = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; sys.path.insert(0, sys.argv[1]); "
+            "from kdl import bootstrap; print(bootstrap._stamp_value(), end='')",
+            str(copy),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert stamp.endswith(f" {copy}\n")
+    assert stamp != bootstrap._stamp_value()
