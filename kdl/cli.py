@@ -119,6 +119,11 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="on a conflict, leave the 3-way merge in place for manual resolution",
     )
+    p.add_argument(
+        "--recover",
+        action="store_true",
+        help="only undo what an apply that was killed left behind",
+    )
 
     p = add("check", "gitseries:cmd_check", "report how each patch would apply")
     _llvm_arg(p)

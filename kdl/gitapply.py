@@ -22,7 +22,7 @@ from kdl import proc
 from kdl.errors import GitError, WorkspaceError
 from kdl.gitmatch import Match, PatchInfo, classify, failed_paths
 from kdl.gitrepo import Checkout, Interrupted, last_line
-from kdl.gitundo import Start, Undo, deferred_sigint
+from kdl.gitundo import Start, Undo, apply_lock, deferred_sigint
 from kdl.series import Series
 
 #: ``git am`` with every setting that could change the commits pinned.
@@ -69,9 +69,18 @@ def apply_series(
     branch: str | None = None,
     base: str | None = None,
     keep_conflicts: bool = False,
+    recover_only: bool = False,
 ) -> int:
-    """Apply *series* to the checkout at *llvm*; print one line per patch."""
-    with Checkout(llvm) as co:
+    """Apply *series* to the checkout at *llvm*; print one line per patch.
+
+    One apply runs per checkout at a time (a lock in its git directory). A
+    run killed outright leaves a journal, and the next run (or
+    ``--recover`` alone) first puts the checkout back where that run
+    started."""
+    with Checkout(llvm) as co, apply_lock(co):
+        recover_interrupted(co)
+        if recover_only:
+            return 0
         plan = _plan(co, series, branch or f"kdl/{series.name}", base)
         print(
             f"applying {len(plan.infos)} patches of '{series.name}' to "
@@ -96,6 +105,19 @@ def apply_series(
                 "takes the branch's version, 'kdl revert' + 'kdl apply' takes patches/"
             )
     return 0
+
+
+def recover_interrupted(co: Checkout) -> None:
+    """Undo what a killed apply left behind, from its journal."""
+    undo = Undo.left_behind(co)
+    if undo is None:
+        return
+    if proc.DRY_RUN:
+        print(f"would undo an interrupted kdl apply on {undo.branch}")
+        return
+    message = undo.undo()
+    undo.forget()
+    print(f"recovered from an interrupted kdl apply: {message}")
 
 
 def _plan(co: Checkout, series: Series, branch: str, base: str | None) -> _Plan:
@@ -140,6 +162,7 @@ def _execute(
     applied = in_base = 0
     conflict: tuple[PatchInfo, list[str], str] | None = None
     with deferred_sigint() as interrupted:
+        run.record()
         try:
             if run.created:
                 co.run(
@@ -179,16 +202,23 @@ def _execute(
         except KeyboardInterrupt:
             raise run.interrupted() from None
         except WorkspaceError as exc:
-            raise GitError(f"{exc}\n  {run.undo()}") from exc
+            undone = run.undo()
+            run.forget()
+            raise GitError(f"{exc}\n  {undone}") from exc
         if interrupted():
-            raise Interrupted(f"interrupted: {run.undo()}")
+            undone = run.undo()
+            run.forget()
+            raise Interrupted(f"interrupted: {undone}")
     if conflict and keep_conflicts:
+        # The user takes over the merge: nothing for a later run to undo.
+        run.forget()
         info, files, _ = conflict
         left = len(plan.pending) - applied - in_base - 1
         raise GitError(_kept_message(co, run, info, files, left))
     if conflict:
         info, files, err = conflict
         undone = run.undo()
+        run.forget()
         raise GitError(
             _conflict_message(
                 co,
@@ -200,6 +230,7 @@ def _execute(
                 undone=undone,
             )
         )
+    run.forget()
     return applied, in_base
 
 

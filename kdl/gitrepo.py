@@ -14,6 +14,7 @@ Every diff kdl compares or writes uses :data:`DIFF_OPTS`, so a user's
 from __future__ import annotations
 
 import os
+import signal
 import tempfile
 from pathlib import Path
 from types import TracebackType
@@ -81,6 +82,23 @@ class Interrupted(WorkspaceError):  # noqa: N818 (reads as "error: interrupted")
     exit_code = 130
 
 
+#: Git commands run so far, for the test hook below.
+_GIT_CALLS = [0]
+
+
+def _after_git() -> None:
+    """Test hook: KDL_TEST_SIGNAL_AFTER_GIT=N:SIG sends signal SIG (9 kills, 2
+    interrupts) to this process's group after its Nth git command, so the
+    tests can stop an apply between any two of its git steps."""
+    hook = os.environ.get("KDL_TEST_SIGNAL_AFTER_GIT")
+    if not hook:
+        return
+    _GIT_CALLS[0] += 1
+    count, _, sig = hook.partition(":")
+    if int(count) == _GIT_CALLS[0]:
+        os.killpg(os.getpgrp(), int(sig or signal.SIGKILL))
+
+
 class Checkout:
     """An llvm-project work tree opened with GitPython."""
 
@@ -126,13 +144,21 @@ class Checkout:
         except git.GitCommandError as exc:
             detail = last_line(exc.stderr) or last_line(exc.stdout)
             raise GitError(f"{self.root}: git {args[0]} failed: {detail}") from exc
+        finally:
+            _after_git()
         return out
 
     def attempt(self, *args: str, **kwargs: Any) -> tuple[int, str, str]:
         """``git ARGS`` returning (status, stdout, stderr), never raising."""
-        status, out, err = self.git.execute(
-            ["git", *args], with_extended_output=True, with_exceptions=False, **kwargs
-        )
+        try:
+            status, out, err = self.git.execute(
+                ["git", *args],
+                with_extended_output=True,
+                with_exceptions=False,
+                **kwargs,
+            )
+        finally:
+            _after_git()
         return int(status), str(out), str(err)
 
     def run_with_input(self, args: list[str], data: bytes) -> str:

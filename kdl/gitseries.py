@@ -53,6 +53,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
         branch=args.branch,
         base=args.base,
         keep_conflicts=args.keep_conflicts,
+        recover_only=args.recover,
     )
 
 

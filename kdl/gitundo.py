@@ -9,6 +9,8 @@ a second Ctrl-C stops it, it says which commands finish the job.
 
 from __future__ import annotations
 
+import fcntl
+import json
 import signal
 import sys
 import threading
@@ -23,10 +25,11 @@ from kdl.gitrepo import Checkout, Interrupted
 
 @contextmanager
 def deferred_sigint() -> Iterator[Callable[[], bool]]:
-    """Turn the first Ctrl-C into a flag the caller checks between git steps.
+    """Turn the first Ctrl-C or SIGTERM into a flag the caller checks between
+    git steps.
 
     The git command that is running (it may have got the signal too, from
-    the terminal) is left to finish or fail; a second Ctrl-C raises
+    the terminal) is left to finish or fail; a second signal raises
     KeyboardInterrupt at once.
     """
     if threading.current_thread() is not threading.main_thread():
@@ -45,11 +48,39 @@ def deferred_sigint() -> Iterator[Callable[[], bool]]:
             flush=True,
         )
 
-    previous = signal.signal(signal.SIGINT, handler)
+    previous = {
+        sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)
+    }
     try:
         yield lambda: bool(fired)
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+#: Where a running apply records what it would undo: a run killed outright
+#: (kill -9, a lost machine) leaves it behind, and the next apply undoes it.
+JOURNAL = "kdl-apply.json"
+#: The lock one apply per checkout holds; the kernel drops it with the process.
+LOCK = "kdl-apply.lock"
+
+
+@contextmanager
+def apply_lock(co: Checkout) -> Iterator[None]:
+    """Hold the checkout's apply lock, or refuse at once."""
+    path = co.git_dir / LOCK
+    with path.open("a") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise GitError(
+                f"{co.root}: another kdl apply is running on this checkout "
+                f"(it holds {path}); wait for it to end"
+            ) from None
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 @dataclass(frozen=True)
@@ -68,13 +99,59 @@ class Start:
 class Undo:
     """One apply run and how to undo it."""
 
-    def __init__(self, co: Checkout, start: Start, branch: str) -> None:
+    def __init__(
+        self,
+        co: Checkout,
+        start: Start,
+        branch: str,
+        applied_before: tuple[tuple[str, str], ...] | None = None,
+    ) -> None:
         self.co = co
         self.start = start
         self.branch = branch
         self.created = start.target_tip is None
-        meta = None if self.created else co.meta(branch)
-        self.applied_before = meta.applied if meta else ()
+        if applied_before is None:
+            meta = None if self.created else co.meta(branch)
+            applied_before = meta.applied if meta else ()
+        self.applied_before = applied_before
+
+    # --- the journal --------------------------------------------------------------
+    def record(self) -> None:
+        """Write the journal before the first change to the checkout."""
+        doc = {
+            "branch": self.branch,
+            "start": {
+                "branch": self.start.branch,
+                "head": self.start.head,
+                "target_tip": self.start.target_tip,
+            },
+            "applied_before": [list(pair) for pair in self.applied_before],
+        }
+        path = self.co.git_dir / JOURNAL
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(doc) + "\n")
+        tmp.replace(path)
+
+    def forget(self) -> None:
+        """Drop the journal: the run ended, done or undone."""
+        (self.co.git_dir / JOURNAL).unlink(missing_ok=True)
+
+    @classmethod
+    def left_behind(cls, co: Checkout) -> Undo | None:
+        """The run whose journal a killed apply left, if any."""
+        path = co.git_dir / JOURNAL
+        try:
+            doc = json.loads(path.read_text())
+            start = Start(**doc["start"])
+            pairs = tuple((a, b) for a, b in doc["applied_before"])
+            return cls(co, start, doc["branch"], pairs)
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise GitError(
+                f"{path}: an interrupted kdl apply left a journal that cannot be "
+                f"read ({exc}); remove it after restoring the checkout by hand"
+            ) from exc
 
     def recovery(self) -> list[str]:
         """The commands that restore the start state by hand."""

@@ -1,0 +1,149 @@
+"""``kdl apply`` stopped between any two of its git commands.
+
+The test hook ``KDL_TEST_SIGNAL_AFTER_GIT=N:SIG`` makes kdl send SIG to its
+own process group (kdl and any git it runs) right after its Nth git command.
+For every N of a whole apply: a kill -9 leaves the checkout for the next run
+to restore (``kdl apply --recover`` gives back exactly the start), and the
+next plain ``kdl apply`` completes; a SIGINT to the group ends in the
+checkout exactly as before, exit status 130 and no traceback. A second apply
+on the same checkout is refused while one runs.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kdl import paths
+from tests.llvm_tree import (
+    SeriesDir,
+    git,
+    isolated_git,  # noqa: F401  (autouse fixture)
+    make_llvm_checkout,
+    make_series,
+    snapshot,
+)
+
+
+@pytest.fixture
+def llvm(tmp_path: Path) -> Path:
+    return make_llvm_checkout(tmp_path / "llvm-project")
+
+
+@pytest.fixture
+def series(llvm: Path, tmp_path: Path) -> SeriesDir:
+    return make_series(llvm, tmp_path / "patches")
+
+
+def kdl(
+    llvm: Path, series: SeriesDir, *extra: str, hook: str = ""
+) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, PYTHONPATH=str(paths.ROOT))
+    env.pop("KDL_TEST_SIGNAL_AFTER_GIT", None)
+    if hook:
+        env["KDL_TEST_SIGNAL_AFTER_GIT"] = hook
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kdl",
+            "apply",
+            "--llvm",
+            str(llvm),
+            "--series",
+            str(series.series),
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        # Its own process group, which the hook signals.
+        start_new_session=True,
+        check=False,
+    )
+
+
+@pytest.mark.slow
+def test_kill_after_every_git_command_is_recovered(
+    llvm: Path, series: SeriesDir
+) -> None:
+    before = snapshot(llvm)
+    clean = kdl(llvm, series)
+    assert clean.returncode == 0, clean.stderr
+    done = snapshot(llvm)
+    assert kdl(llvm, series, "--recover").returncode == 0
+    git(
+        llvm,
+        "checkout",
+        "--quiet",
+        "main" if "main" in git(llvm, "branch") else "master",
+    )
+    git(llvm, "branch", "--quiet", "-D", "kdl/test-series")
+    assert snapshot(llvm) == before
+
+    total = 0
+    for n in range(1, 200):
+        killed = kdl(llvm, series, hook=f"{n}:{signal.SIGKILL}")
+        if killed.returncode != -signal.SIGKILL:
+            total = n - 1
+            assert killed.returncode == 0, killed.stderr
+            break
+        # --recover alone gives back exactly the start...
+        recovered = kdl(llvm, series, "--recover")
+        assert recovered.returncode == 0, (n, recovered.stderr)
+        assert snapshot(llvm) == before, n
+        assert "Traceback" not in recovered.stderr
+        # ... and, every few steps, a plain apply after a kill completes.
+        if n % 4 == 1:
+            kdl(llvm, series, hook=f"{n}:{signal.SIGKILL}")
+            again = kdl(llvm, series)
+            assert again.returncode == 0, (n, again.stderr)
+            assert snapshot(llvm) == done, n
+            assert kdl(llvm, series, "--recover").returncode == 0
+            git(llvm, "checkout", "--quiet", "-")
+            git(llvm, "branch", "--quiet", "-D", "kdl/test-series")
+            assert snapshot(llvm) == before, n
+    assert total > 5  # the hook did stop it between many git steps
+    # The last run completed: the same result as the clean apply.
+    assert snapshot(llvm) == done
+
+
+@pytest.mark.slow
+def test_sigint_to_the_group_after_every_other_git_command(
+    llvm: Path, series: SeriesDir
+) -> None:
+    before = snapshot(llvm)
+    for n in range(1, 200, 2):
+        run = kdl(llvm, series, hook=f"{n}:{signal.SIGINT}")
+        if run.returncode == 0:
+            break  # the apply ended before its nth git command
+        assert run.returncode == 130, (n, run.stderr)
+        assert "Traceback" not in run.stderr, n
+        assert run.stderr.startswith("\ninterrupted") or "interrupted" in run.stderr
+        assert snapshot(llvm) == before, n
+    else:
+        pytest.fail("the apply never ended")
+
+
+def test_a_second_apply_is_refused_while_one_runs(
+    llvm: Path, series: SeriesDir
+) -> None:
+    lock = llvm / ".git" / "kdl-apply.lock"
+    before = snapshot(llvm)
+    with lock.open("a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        run = kdl(llvm, series)
+    assert run.returncode == 1
+    assert run.stderr == (
+        f"error: {llvm}: another kdl apply is running on this checkout "
+        f"(it holds {lock}); wait for it to end\n"
+    )
+    lock.unlink()
+    assert snapshot(llvm) == before
