@@ -48,6 +48,9 @@ SIZES = (1, 2, 8, 64, 256)
 PAYLOAD_BYTES = 4096
 ROUNDS = 501
 SAMPLE_US = 50
+#: Separate runs of the whole measurement; the goals hold only if every run
+#: meets them (this machine is shared and noisy).
+REPEATS = 3
 
 #: Goals the RFC reports against (reported, never adjusted to the result).
 GOAL_IMAGES = 64
@@ -260,13 +263,26 @@ def _round(node: Any) -> Any:
     return node
 
 
-def goals(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Evaluate the two goals honestly over the cases they apply to."""
+def repeat_medians(cases: list[dict[str, Any]]) -> dict[str, list[float]]:
+    """The per-case medians of one run, as ``repeats`` keeps them."""
+    return {
+        "ranked_median_ns": [c["ranked"]["median_ns"] for c in cases],
+        "ratio_median": [c["ratio"]["median"] for c in cases],
+    }
+
+
+def goals(
+    cases: list[dict[str, Any]], repeats: list[dict[str, list[float]]] | None = None
+) -> list[dict[str, Any]]:
+    """Evaluate the two goals honestly over the cases they apply to, and over
+    every repeated run (the worst run decides; each run's worst is kept)."""
+    runs = repeats or [repeat_medians(cases)]
     timed = [i for i, c in enumerate(cases) if c["images"] == GOAL_IMAGES]
     same = [i for i, c in enumerate(cases) if c["first_wins_scans_same"]]
     out: list[dict[str, Any]] = []
     if timed:
-        worst = max(cases[i]["ranked"]["median_ns"] for i in timed)
+        per_run = [max(r["ranked_median_ns"][i] for i in timed) for r in runs]
+        worst = max(per_run)
         out.append(
             {
                 "id": "ranked-64-under-2us",
@@ -276,11 +292,13 @@ def goals(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "threshold_ns": GOAL_NS,
                 "cases": timed,
                 "worst_ns": worst,
+                "worst_ns_per_run": per_run,
                 "met": worst < GOAL_NS,
             }
         )
     if same:
-        worst_ratio = max(cases[i]["ratio"]["median"] for i in same)
+        ratio_per_run = [max(r["ratio_median"][i] for i in same) for r in runs]
+        worst_ratio = max(ratio_per_run)
         out.append(
             {
                 "id": "ranked-within-1.2x-same-scan",
@@ -290,6 +308,7 @@ def goals(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "threshold_ratio": GOAL_RATIO,
                 "cases": same,
                 "worst_ratio": worst_ratio,
+                "worst_ratio_per_run": ratio_per_run,
                 "met": worst_ratio <= GOAL_RATIO,
             }
         )
@@ -306,8 +325,11 @@ def run_bench(
     sample_us: int = SAMPLE_US,
     workdir: Path | None = None,
     llvm_bin: Path | None = None,
+    repeats: int = REPEATS,
 ) -> dict[str, Any]:
-    """Pack the inputs, run *binary* on them and write *output* (JSON)."""
+    """Pack the inputs, run *binary* on them *repeats* times and write
+    *output* (JSON): the first run's statistics in full, every run's medians
+    under ``repeats``, the goals judged on the worst run."""
     llvm_bin = llvm_bin or paths.llvm_bin()
     tool = llvm_bin / "llvm-offload-binary"
     if not tool.is_file():
@@ -340,20 +362,25 @@ def run_bench(
         )
     manifest_path = workdir / "manifest.json"
     manifest_path.write_text(json.dumps(manifest, indent=1) + "\n")
-    log.info("measuring %d cases (%d rounds each)", len(specs), rounds)
-    result = proc.run(
-        [
-            binary,
-            f"--manifest={manifest_path}",
-            f"--rounds={rounds}",
-            f"--sample-us={sample_us}",
-        ],
-        timeout=3600,
+    log.info(
+        "measuring %d cases (%d rounds each), %d runs", len(specs), rounds, repeats
     )
-    try:
-        measured = json.loads(result.stdout.decode())
-    except ValueError as exc:
-        raise WorkspaceError(f"{binary.name}: output is not JSON ({exc})") from exc
+    runs: list[dict[str, Any]] = []
+    for _ in range(repeats):
+        result = proc.run(
+            [
+                binary,
+                f"--manifest={manifest_path}",
+                f"--rounds={rounds}",
+                f"--sample-us={sample_us}",
+            ],
+            timeout=3600,
+        )
+        try:
+            runs.append(json.loads(result.stdout.decode()))
+        except ValueError as exc:
+            raise WorkspaceError(f"{binary.name}: output is not JSON ({exc})") from exc
+    measured = runs[0]
     host["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
 
     cases: list[dict[str, Any]] = []
@@ -418,16 +445,30 @@ def run_bench(
                 "with p5 and p95 over samples"
             ),
             "parse": "extractOffloadBinaries() on the file in memory, result destroyed",
-            "check": "isMetadataCompatible() on every image (parsed once)",
-            "ranked": "rankOffloadImages() on the parsed images",
-            "first_wins": "first image whose triple is compatible and whose arch "
-            "passes the CUDA plugin's rule (same major, minor not above the "
-            "device's); triple and arch read from the string map",
+            "check": "the plugins' acceptance test (overlay/compat/PluginCompat) "
+            "on every image (parsed once)",
+            "ranked": "the acceptance test on every image, then "
+            "offloading::selectImage() over the accepted ones (keys read only "
+            "with more than one)",
+            "first_wins": "today's registerLib loop: the acceptance test until "
+            "the first image that passes",
             "ratio": "per round, ranked / first_wins of adjacent samples",
+            "repeats": f"{len(runs)} separate runs; statistics in full for the "
+            "first, every run's medians under repeats; a goal is met only if "
+            "every run meets it",
         },
         "cases": _round(cases),
     }
-    doc["goals"] = _round(goals(doc["cases"]))
+    repeats_medians = []
+    for run in runs:
+        repeats_medians.append(
+            {
+                "ranked_median_ns": [c["ranked"]["median_ns"] for c in run["cases"]],
+                "ratio_median": [c["ratio"]["median"] for c in run["cases"]],
+            }
+        )
+    doc["repeats"] = _round(repeats_medians)
+    doc["goals"] = _round(goals(doc["cases"], doc["repeats"]))
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps(doc, indent=1) + "\n")
     return doc
@@ -447,6 +488,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         build_dir=built.build_dir,
         rounds=21 if quick else ROUNDS,
         sample_us=10 if quick else SAMPLE_US,
+        repeats=1 if quick else REPEATS,
     )
     print(f"{'case':<28} {'ranked':>10} {'first-wins':>11} {'ratio':>6}  scans same")
     for case in doc["cases"]:
@@ -457,6 +499,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
             f"{'yes' if case['first_wins_scans_same'] else 'no'}"
         )
     for goal in doc["goals"]:
-        print(f"goal: {goal['text']}: {'met' if goal['met'] else 'NOT met'}")
+        spread = goal.get("worst_ns_per_run") or goal.get("worst_ratio_per_run")
+        print(
+            f"goal: {goal['text']}: {'met' if goal['met'] else 'NOT met'} "
+            f"(worst case per run: {', '.join(f'{x:g}' for x in spread or [])})"
+        )
     print(f"results: {output}")
     return 0

@@ -217,8 +217,13 @@ def bench(args: argparse.Namespace, work: Path) -> int:
         "series_source": source,
         "patches": len(series.patches),
         "runs": args.runs,
+        "samples": {k: [round(x, 3) for x in v] for k, v in timings.items()},
         "seconds": {
-            k: {"min": round(min(v), 3), "median": round(statistics.median(v), 3)}
+            k: {
+                "min": round(min(v), 3),
+                # Of the rounded samples, so that it can be checked against them.
+                "median": round(statistics.median([round(x, 3) for x in v]), 3),
+            }
             for k, v in timings.items()
         },
         "reference_seconds": {

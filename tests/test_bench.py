@@ -243,4 +243,5 @@ def test_committed_results_are_consistent() -> None:
             assert s["min_ns"] <= s["p5_ns"], (case["name"], what)
         r = case["ratio"]
         assert r["p5"] <= r["median"] <= r["p95"], case["name"]
-    assert bench.goals(doc["cases"]) == doc["goals"]
+    assert doc["repeats"][0] == bench.repeat_medians(doc["cases"])
+    assert bench.goals(doc["cases"], doc["repeats"]) == doc["goals"]

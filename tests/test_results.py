@@ -1,0 +1,104 @@
+"""Committed result files agree with themselves and with what made them.
+
+A figure edited by hand in any of them fails here: statistics are recomputed
+from the samples kept beside them, reports are re-derived from their logs,
+and verdicts from the details they rest on. (results/selection-bench.json is
+checked in test_bench.py, results/gpu/gpu-results.json in
+test_gpu_results.py.)
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import statistics
+from types import ModuleType
+from typing import Any
+
+from kdl import paths, series
+
+RESULTS = paths.RESULTS
+
+
+def _load(rel: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((RESULTS / rel).read_text())
+    return data
+
+
+def test_apply_bench_statistics_follow_the_samples() -> None:
+    doc = _load("apply-bench.json")
+    assert set(doc["samples"]) == set(doc["seconds"])
+    for command, samples in doc["samples"].items():
+        assert len(samples) == doc["runs"], command
+        want = {"min": min(samples), "median": round(statistics.median(samples), 3)}
+        assert doc["seconds"][command] == want, command
+    assert doc["patches"] == len(series.load().patches)
+
+
+def _report_module() -> ModuleType:
+    path = paths.ROOT / "gpu" / "clang_selection_report.py"
+    spec = importlib.util.spec_from_file_location("clang_selection_report", path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_clang_selection_follows_its_log() -> None:
+    doc = _load("gpu/clang-selection-h100.json")
+    log = (RESULTS / "gpu" / "clang-selection-h100.log").read_text()
+    parsed = _report_module().parse(log)
+    assert doc["device"] == parsed["device"]
+    assert doc["runs"] == parsed["runs"]
+    ran = {r["run"]: r["ran"] for r in doc["runs"]}
+    # What the README and RFC say about this run.
+    assert ran["mark (clang's descriptor), LLVM 22"] == "sm_90a"
+    assert ran["mark (clang's descriptor), LLVM 22 + shim"] == "sm_90a"
+    assert ran["mark-90-first, LLVM 22"] == "sm_90"
+    assert ran["mark-90-first, LLVM 22 + shim"] == "sm_90a"
+    assert doc["clang_descriptor_order"] == ["sm_90a", "sm_90"]
+
+
+def test_upstream_check_verdicts_follow_their_details() -> None:
+    doc = _load("upstream-check.json")
+    the_series = series.load()
+    bases = {}
+    for patch in the_series.patches:
+        for f in patch.files:
+            if re.search(r"\.(cpp|cc|cxx)$", f.path):
+                bases.setdefault(f.path, f.commit or "new")
+    assert {f["path"]: f["base"] for f in doc["files"]} == bases
+    for f in doc["files"]:
+        if f["passed"]:
+            assert f["diagnostics"] == [] and f["blocked_by"] is None, f["path"]
+        else:
+            assert f["diagnostics"], f["path"]
+            if f["blocked_by"]:
+                assert f"'{f['blocked_by']}' file not found" in f["diagnostics"][0]
+    # The ranking helpers themselves type-check against main's headers.
+    passed = {f["path"] for f in doc["files"] if f["passed"]}
+    assert "llvm/lib/Frontend/Offloading/ImageRanking.cpp" in passed
+    for entry in doc["cache"]:
+        assert entry["path"] and entry["repo"] and entry["commit"], entry
+
+
+def test_results_name_their_files() -> None:
+    """Every file in results/ is one of the kinds checked somewhere."""
+    known = {
+        "apply-bench.json",
+        "selection-bench.json",
+        "upstream-check.json",
+        "gpu",
+    }
+    # lit/ and unittests.json are written by each run and not committed.
+    assert {p.name for p in RESULTS.iterdir()} <= known | {"lit", "unittests.json"}
+    gpu = {p.name for p in (RESULTS / "gpu").iterdir()}
+    assert gpu <= {
+        "raw.json",
+        "gpu-results.json",
+        "dispatch-layers.svg",
+        "image-choice.md",
+        "clang-selection-h100.json",
+        "clang-selection-h100.log",
+    }, gpu
