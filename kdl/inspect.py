@@ -58,6 +58,18 @@ def _count(n: int, one: str, many: str) -> str:
     return f"{n} {one if n == 1 else many}"
 
 
+def _format_note(binary: Binary) -> str:
+    """How version 3, the format of an open upstream PR, is marked."""
+    if binary.version < 3:
+        return ""
+    how = (
+        f"compressed with {binary.compression}, {binary.inflated_size} bytes inflated"
+        if binary.compression
+        else "not compressed"
+    )
+    return f" ({how}; the format of open PR #222774, not of LLVM main)"
+
+
 def _kind(img: Image) -> str:
     name = img.image_kind
     return name if name.startswith("unknown") else f"{name} ({img.image_kind_id})"
@@ -77,7 +89,7 @@ def render_text(found: Scan) -> str:
         lines += [
             f"image {img.index}:",
             f"  binary:        {img.binary_index} at {_where(binary)}",
-            f"  version:       {img.version}",
+            f"  version:       {img.version}{_format_note(binary)}",
             f"  entry:         {img.entry_index}",
             f"  image kind:    {_kind(img)}",
             f"  offload kind:  {'|'.join(img.offload_kind_names)}",
@@ -123,6 +135,8 @@ def to_json(found: Scan) -> dict[str, Any]:
                 "offset": b.offset,
                 "version": b.version,
                 "size": b.size,
+                "compression": b.compression,
+                "inflated_size": b.inflated_size,
                 "entries": b.entries,
                 "section": b.section,
             }

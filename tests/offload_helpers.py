@@ -342,12 +342,16 @@ BAD: list[Bad] = [
         8,
     ),
     Bad("version-0", _v1_field(4, 0, "I"), "unsupported version 0", 4),
+    # A version 1 binary relabelled 3: its first entry's fields stand where
+    # version 3 keeps InflatedSize, so it reads as a compressed binary whose
+    # entries do not start after a version 3 header.
     Bad(
         "version-3",
         _v1_field(4, 3, "I"),
-        "unsupported version 3 (version 3, with compression, is not supported)",
-        4,
+        "compressed binary: entries offset 32, expected 40",
+        16,
     ),
+    Bad("version-4", _v1_field(4, 4, "I"), "unsupported version 4", 4),
     Bad(
         "version-big-endian",
         _v1_field(4, 1 << 24, "I"),

@@ -558,3 +558,73 @@ def test_overlapping_offloading_sections_are_rejected(tmp_path: Path) -> None:
     data[other : other + 64] = data[sh : sh + 64]
     with pytest.raises(FormatError, match="overlaps section"):
         scan(bytes(data), str(obj))
+
+
+# --- Version 3 (open PR #222774): compressed binaries ------------------------------
+
+
+@pytest.mark.parametrize("compression", ["zstd", "zlib", None])
+def test_v3_round_trip(compression: str | None) -> None:
+    images = [
+        make_image(
+            b"sm_80 code" * 50,
+            [("triple", "nvptx64-nvidia-cuda"), ("arch", "sm_80")],
+            kind="cubin",
+        ),
+        make_image(
+            b"gfx942 code" * 50,
+            [
+                ("triple", "amdgcn-amd-amdhsa"),
+                ("arch", "gfx942"),
+                ("variant_tag", "fast"),
+            ],
+            kind="o",
+        ),
+    ]
+    data = binary.write_v3(images, compression)
+    assert len(data) % 8 == 0
+    found = scan(data, "v3.bin")
+    (b,) = found.binaries
+    assert (b.version, b.compression) == (3, compression)
+    assert [img.image for img in found.images] == [img.image for img in images]
+    assert [img.strings for img in found.images] == [img.strings for img in images]
+    if compression:
+        assert len(data) < len(binary.write_v3(images, None))
+        assert b.inflated_size == len(binary.write_v3(images, None))
+    # LLVM 22 reads only version 1: kdl select hands it the same images.
+    assert (
+        scan(as_v1(data, "v3.bin") or b"", "v1").images[1].strings == images[1].strings
+    )
+
+
+def test_v3_followed_by_v1_binaries() -> None:
+    img = make_image(b"x" * 100, [("triple", "t")], kind="o")
+    data = binary.write_v3([img], "zstd") + write_v1([img, img])
+    assert [b.version for b in scan(data, "mixed").binaries] == [3, 1, 1]
+
+
+def test_v3_inflated_size_is_not_trusted() -> None:
+    img = make_image(b"y" * 100, [("triple", "t")], kind="o")
+    data = bytearray(binary.write_v3([img], "zlib"))
+    data[32:40] = (1 << 40).to_bytes(8, "little")  # InflatedSize: a bomb
+    with pytest.raises(FormatError, match=r"inflated size \d+ is not believable"):
+        scan(bytes(data), "bomb.bin")
+    data = bytearray(binary.write_v3([img], "zlib"))
+    data[32:40] = (int.from_bytes(data[32:40], "little") - 8).to_bytes(8, "little")
+    with pytest.raises(FormatError, match="inflates to"):
+        scan(bytes(data), "short.bin")
+    data = bytearray(binary.write_v3([img], "zstd"))
+    data[40:44] = b"ABCD"
+    with pytest.raises(FormatError, match="unknown compression format"):
+        scan(bytes(data), "what.bin")
+
+
+def test_v3_is_marked_in_inspect(tmp_path: Path) -> None:
+    from kdl.inspect import render_text
+
+    img = make_image(b"z" * 64, [("triple", "t")], kind="o")
+    path = tmp_path / "v3.bin"
+    path.write_bytes(binary.write_v3([img], "zstd"))
+    text = render_text(scan_file(path))
+    assert "version:       3 (compressed with zstd, " in text
+    assert "the format of open PR #222774, not of LLVM main)" in text

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NoReturn
@@ -49,6 +50,7 @@ from kdl.offload.layout import (
     HDR_SIZE,
     HDR_VERSION,
     HEADER,
+    HEADER_V3,
     MAGIC,
     STRING_V1,
     STRING_V2,
@@ -59,7 +61,7 @@ from kdl.offload.layout import (
     make_image,
     offload_kind_names,
 )
-from kdl.offload.writer import write_v1, write_v2
+from kdl.offload.writer import write_v1, write_v2, write_v3
 
 __all__ = [
     "Binary",
@@ -74,6 +76,7 @@ __all__ = [
     "scan",
     "write_v1",
     "write_v2",
+    "write_v3",
 ]
 
 
@@ -87,6 +90,10 @@ class Binary:
     size: int
     entries: int
     section: str | None = None  # the ELF section it was found in
+    #: "zstd" or "zlib" for a compressed version 3 binary (open PR #222774)
+    compression: str | None = None
+    #: The size of a compressed binary once inflated.
+    inflated_size: int | None = None
 
 
 @dataclass
@@ -181,10 +188,11 @@ def _walk(
     """Parse the run of binaries in data[start:end], as LLVM 22 walks it."""
     offset, end, section = where
     while offset < end:
-        reader = _Reader(data, path, offset, end)
-        out.images += reader.images(len(out.images), len(out.binaries))
-        out.binaries.append(
-            Binary(
+        compressed = _compressed_v3(data, offset, end)
+        if compressed is None:
+            reader = _Reader(data, path, offset, end)
+            found = reader.images(len(out.images), len(out.binaries))
+            binary = Binary(
                 len(out.binaries),
                 offset,
                 reader.version,
@@ -192,8 +200,98 @@ def _walk(
                 reader.count,
                 section,
             )
-        )
-        offset += reader.size
+            step = reader.size
+        else:
+            inflated, fmt, size = _inflate(data, path, offset, end)
+            # Offsets inside a compressed binary are offsets of the inflated one.
+            reader = _Reader(
+                inflated, f"{path} (binary at {offset}, inflated)", 0, len(inflated)
+            )
+            found = reader.images(len(out.images), len(out.binaries))
+            binary = Binary(
+                len(out.binaries),
+                offset,
+                3,
+                size,
+                reader.count,
+                section,
+                fmt,
+                len(inflated),
+            )
+            step = size
+        out.images += found
+        out.binaries.append(binary)
+        # Version 3 pads a compressed binary to 8 bytes after its Size.
+        offset += align8(step) if binary.version >= 3 else step
+
+
+def align8(n: int) -> int:
+    return (n + 7) & ~7
+
+
+#: Where compressed streams start: zstd's frame magic; a zlib stream is told
+#: by its 2-byte header (CMF/FLG) instead.
+_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+#: A compressed binary may inflate to at most this many times its stream,
+#: and never past this many bytes: the header's InflatedSize is not trusted.
+MAX_INFLATE_RATIO = 1024
+MAX_INFLATED = 1 << 30
+
+
+def _compressed_v3(data: bytes, offset: int, end: int) -> bool | None:
+    """True if a compressed version 3 binary starts at *offset*."""
+    if end - offset < HEADER_V3.size or data[offset : offset + 4] != MAGIC:
+        return None
+    fields = HEADER_V3.unpack_from(data, offset)
+    return True if fields[1] == 3 and fields[5] != 0 else None
+
+
+def _inflate(data: bytes, path: str, offset: int, end: int) -> tuple[bytes, str, int]:
+    """(the inflated binary, its compression, its Size on disk)."""
+    _, version, size, entries_offset, count, inflated_size = HEADER_V3.unpack_from(
+        data, offset
+    )
+
+    def fail(what: str, at: int) -> NoReturn:
+        raise FormatError(path, f"compressed binary: {what}", offset + at)
+
+    if size > end - offset:
+        fail(f"size {size} is past the end of the data ({end - offset} bytes)", 8)
+    if entries_offset != HEADER_V3.size:
+        fail(f"entries offset {entries_offset}, expected {HEADER_V3.size}", 16)
+    if size < entries_offset:
+        fail(f"size {size} is less than the header", 8)
+    stream = data[offset + entries_offset : offset + size]
+    body_size = inflated_size - entries_offset
+    if inflated_size < entries_offset or body_size > min(
+        MAX_INFLATED, MAX_INFLATE_RATIO * max(len(stream), 1)
+    ):
+        fail(f"inflated size {inflated_size} is not believable", 32)
+    if stream[:4] == _ZSTD_MAGIC:
+        import zstandard
+
+        fmt = "zstd"
+        try:
+            reader = zstandard.ZstdDecompressor().stream_reader(stream)
+            body = reader.read(body_size + 1)
+        except zstandard.ZstdError as exc:
+            fail(f"bad zstd stream ({exc})", entries_offset)
+    elif (
+        len(stream) >= 2
+        and stream[0] & 0x0F == 8
+        and ((stream[0] << 8) | stream[1]) % 31 == 0
+    ):
+        fmt = "zlib"
+        try:
+            body = zlib.decompressobj().decompress(stream, body_size + 1)
+        except zlib.error as exc:
+            fail(f"bad zlib stream ({exc})", entries_offset)
+    else:
+        fail("unknown compression format (neither zstd nor zlib)", entries_offset)
+    if len(body) != body_size:
+        fail(f"inflates to {len(body)} bytes, header says {body_size}", 32)
+    header = HEADER_V3.pack(MAGIC, version, inflated_size, entries_offset, count, 0)
+    return header + body, fmt, size
 
 
 class _Regions:
@@ -241,9 +339,7 @@ class _Reader:
             self.fail(f"bad magic {magic.hex(' ')}, expected {MAGIC.hex(' ')}", 0)
         if version not in SUPPORTED_VERSIONS:
             hint = ""
-            if version == 3:
-                hint = " (version 3, with compression, is not supported)"
-            elif int.from_bytes(version.to_bytes(4, "little")) in (1, 2, 3):
+            if int.from_bytes(version.to_bytes(4, "little")) in (1, 2, 3):
                 hint = " (a big-endian binary? only little-endian is supported)"
             self.fail(f"unsupported version {version}{hint}", HDR_VERSION)
         if size > left:
@@ -251,7 +347,14 @@ class _Reader:
                 f"binary size {size} is past the end of the data ({left} bytes left)",
                 HDR_SIZE,
             )
-        if size < HEADER.size + ENTRY.size:
+        self.header_size = HEADER_V3.size if version >= 3 else HEADER.size
+        if (
+            version >= 3
+            and left >= HEADER_V3.size
+            and HEADER_V3.unpack_from(data, base)[5] != 0
+        ):
+            self.fail("a compressed binary must be inflated first", 32)
+        if size < self.header_size + ENTRY.size:
             self.fail(
                 f"binary size {size} is less than a header and an entry", HDR_SIZE
             )
@@ -260,7 +363,7 @@ class _Reader:
             if count > size - HEADER.size:
                 self.fail(f"entry size {count} is larger than the binary", HDR_COUNT)
             count = 1
-        elif count > (size - HEADER.size) // ENTRY.size:
+        elif count > (size - self.header_size) // ENTRY.size:
             self.fail(
                 f"entry count {count} does not fit in a binary of {size} bytes",
                 HDR_COUNT,
@@ -286,7 +389,7 @@ class _Reader:
 
     def images(self, first: int, binary_index: int) -> list[Image]:
         regions = self.regions
-        regions.add(0, HEADER.size, "the header", 0)
+        regions.add(0, self.header_size, "the header", 0)
         regions.add(
             self.entries_offset,
             ENTRY.size * self.count,

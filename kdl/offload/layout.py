@@ -50,6 +50,9 @@ MAGIC = b"\x10\xff\x10\xad"
 ALIGNMENT = 8
 
 HEADER = struct.Struct("<4sIQQQ")
+#: Version 3 (open PR #222774) adds InflatedSize: the whole binary's size
+#: before compression, 0 when it is not compressed.
+HEADER_V3 = struct.Struct("<4sIQQQQ")
 ENTRY = struct.Struct("<HHIQQQQ")
 STRING_V1 = struct.Struct("<QQ")
 STRING_V2 = struct.Struct("<QQQ")
@@ -60,7 +63,7 @@ assert STRING_V1.size == 16 and STRING_V2.size == 24
 HDR_VERSION, HDR_SIZE, HDR_ENTRIES_OFFSET, HDR_COUNT = 4, 8, 16, 24
 ENT_STRING_OFFSET, ENT_NUM_STRINGS, ENT_IMAGE_OFFSET, ENT_IMAGE_SIZE = 8, 16, 24, 32
 
-SUPPORTED_VERSIONS = (1, 2)
+SUPPORTED_VERSIONS = (1, 2, 3)
 
 #: ``OffloadEntryFlags::OIF_Metadata`` (version 2): an entry without an image.
 FLAG_METADATA = 1

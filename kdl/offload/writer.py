@@ -16,6 +16,7 @@ NUL byte cannot be written as version 1.
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Iterable, Sequence
 
 from kdl.errors import WorkspaceError
@@ -23,6 +24,7 @@ from kdl.offload.layout import (
     ALIGNMENT,
     ENTRY,
     HEADER,
+    HEADER_V3,
     MAGIC,
     STRING_V1,
     STRING_V2,
@@ -124,22 +126,58 @@ def write_v1(images: Iterable[Image]) -> bytes:
 
 def write_v2(images: Sequence[Image] | Iterable[Image]) -> bytes:
     """One version 2 binary holding every image as an entry."""
+    return _write_entries(images, version=2)
+
+
+def write_v3(
+    images: Sequence[Image] | Iterable[Image], compression: str | None = "zstd"
+) -> bytes:
+    """One version 3 binary (open PR #222774): version 2's layout after a
+    40-byte header that adds InflatedSize. With *compression* ("zstd" or
+    "zlib") everything after the header is compressed: Size is the header
+    plus the stream, InflatedSize the whole uncompressed binary, and the
+    binary is padded with zeros to 8 bytes."""
+    plain = _write_entries(images, version=3)
+    if compression is None:
+        return plain
+    body = plain[HEADER_V3.size :]
+    if compression == "zstd":
+        import zstandard
+
+        stream = zstandard.ZstdCompressor().compress(body)
+    elif compression == "zlib":
+        stream = zlib.compress(body)
+    else:
+        raise WorkspaceError(f"unknown compression {compression!r} (zstd or zlib)")
+    magic, version, _, entries_offset, count, _ = HEADER_V3.unpack_from(plain)
+    size = HEADER_V3.size + len(stream)
+    header = HEADER_V3.pack(magic, version, size, entries_offset, count, len(plain))
+    return header + stream + bytes(align(size) - size)
+
+
+def _write_entries(images: Sequence[Image] | Iterable[Image], version: int) -> bytes:
     images = list(images)
+    header_size = HEADER_V3.size if version >= 3 else HEADER.size
     if not images:
         raise WorkspaceError("an OffloadBinary needs at least one image")
     encoded = []
     for n, img in enumerate(images):
         _check_fields(img, n)
-        encoded.append(_encoded(img, 2, n))
+        encoded.append(_encoded(img, version, n))
     table = StringTable(s for pairs in encoded for pair in pairs for s in pair)
     entries_size = ENTRY.size * len(images)
     nstrings = sum(len(pairs) for pairs in encoded)
-    strtab_offset = HEADER.size + entries_size + STRING_V2.size * nstrings
+    strtab_offset = header_size + entries_size + STRING_V2.size * nstrings
     data_size = align(strtab_offset + table.size)
     size = align(data_size + sum(len(img.image) for img in images))
 
-    out = bytearray(HEADER.pack(MAGIC, 2, size, HEADER.size, len(images)))
-    string_offset = HEADER.size + entries_size
+    if version >= 3:
+        out = bytearray(
+            HEADER_V3.pack(MAGIC, version, size, header_size, len(images), 0)
+        )
+    else:
+        out = bytearray(HEADER.pack(MAGIC, version, size, header_size, len(images)))
+    string_offset = header_size + entries_size
     image_offset = data_size
     for img, pairs in zip(images, encoded, strict=True):
         out += ENTRY.pack(
