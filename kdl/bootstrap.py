@@ -35,6 +35,9 @@ APT_PACKAGES = (
     "libbenchmark-dev",
     "clang-format-22",
     "libclang-rt-22-dev",
+    # #gpu.runtime_select is built against MLIR 22 (overlay/mlir/).
+    "libmlir-22-dev",
+    "mlir-22-tools",
     "cmake",
     "ninja-build",
     "g++",

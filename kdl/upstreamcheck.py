@@ -71,7 +71,21 @@ INCLUDE_DIRS: dict[str, list[str]] = {
         "offload/plugins-nextgen/common/include",
         "llvm/include",
     ],
+    "mlir/": ["mlir/include", "llvm/include"],
 }
+
+#: TableGen outputs a checked file includes, generated in the tree from the
+#: patched .td files over MLIR 22's installed ones, as mlir's CMakeLists.txt
+#: generates them: (the .td file a patch changes, the top-level .td, the
+#: mlir-tblgen options, the output).
+TABLEGEN: list[tuple[str, str, list[str], str]] = [
+    (
+        "mlir/include/mlir/Dialect/GPU/IR/CompilationAttrs.td",
+        "mlir/include/mlir/Dialect/GPU/IR/GPUOps.td",
+        ["-gen-attrdef-decls", "-attrdefs-dialect=gpu"],
+        "mlir/include/mlir/Dialect/GPU/IR/GPUOpsAttributes.h.inc",
+    ),
+]
 
 #: System include directories a file needs besides LLVM's (gtest and gmock for
 #: unit tests, as Debian installs them).
@@ -159,6 +173,44 @@ def build_tree(cache: Path, the_series: series.Series, tree: Path) -> None:
             )
 
 
+def generate_tablegen(
+    the_series: series.Series, tree: Path, llvm_prefix: Path
+) -> list[str]:
+    """Run mlir-tblgen for each patched .td file in TABLEGEN; the outputs."""
+    changed = {f.path for p in the_series.patches for f in p.files}
+    tblgen = llvm_prefix / "bin" / "mlir-tblgen"
+    outputs: list[str] = []
+    for td, top, options, output in TABLEGEN:
+        if td not in changed:
+            continue
+        if not tblgen.is_file():
+            raise WorkspaceError(f"{tblgen}: not found (apt-get install mlir-22-tools)")
+        top_td = (
+            tree / top
+            if (tree / top).is_file()
+            else llvm_prefix / "include" / top.removeprefix("mlir/include/")
+        )
+        result = proc.run(
+            [
+                str(tblgen),
+                *options,
+                f"-I{tree / 'mlir' / 'include'}",
+                f"-I{llvm_prefix / 'include'}",
+                str(top_td),
+                "-o",
+                str(tree / output),
+            ],
+            check=False,
+        )
+        if result.returncode != 0:
+            tail = result.stderr.decode(errors="replace").strip().splitlines()
+            raise WorkspaceError(
+                f"{td}: mlir-tblgen failed: {tail[-1] if tail else 'no output'}"
+            )
+        outputs.append(output)
+    return outputs
+
+
 def check_file(
     path: str,
     base: str,
@@ -222,6 +274,7 @@ def run_check(cache: Path, out: Path, llvm_prefix: Path) -> list[FileResult]:
     cached = read_manifest(cache)
     tree = paths.BUILD / "upstream-check" / "tree"
     build_tree(cache, the_series, tree)
+    generated = generate_tablegen(the_series, tree, llvm_prefix)
     results: list[FileResult] = []
     seen: set[str] = set()
     for patch in the_series.patches:
@@ -247,6 +300,10 @@ def run_check(cache: Path, out: Path, llvm_prefix: Path) -> list[FileResult]:
         "llvm_headers": str(llvm_prefix / "include"),
         "what_it_proves": "each file parses and type-checks against the cached "
         "upstream texts, layered over LLVM 22's headers; nothing is linked",
+        "generated": [
+            {"path": g, "by": "mlir-tblgen 22 from the patched .td over MLIR 22's"}
+            for g in generated
+        ],
         "cache": [
             {"path": c.path, "repo": c.repo, "commit": c.commit}
             for c in sorted(cached.values(), key=lambda c: c.path)

@@ -150,6 +150,23 @@ config.substitutions.append(
     )
 )
 config.substitutions.append(("%kdl-inspect", kdl_cmd + " inspect"))
+# #gpu.runtime_select: %mlir-translate and %mlir-opt are the overlay's MLIR 22
+# tools run through Inputs/runtime-select.py (it says why); %series-src is the
+# series as the overlay build extracted it, whose mlir/test files run as they
+# are.
+runtime_select = f"{python_cmd} " + shlex.quote(
+    os.path.join(config.test_source_root, "Inputs", "runtime-select.py")
+)
+for name in ("mlir-translate", "mlir-opt"):
+    tool = lit.util.which("kdl-" + name, config.kdl_tools_dir)
+    if not tool:
+        lit_config.fatal(
+            f"no kdl-{name} in {config.kdl_tools_dir} (build the overlay: kdl build)"
+        )
+    config.substitutions.append(("%" + name, f"{runtime_select} {shlex.quote(tool)}"))
+config.substitutions.append(
+    ("%series-src", shlex.quote(os.path.join(kdl_build_dir, "src")))
+)
 config.substitutions.append(("%kdl-select", kdl_select_cmd))
 
 required = [

@@ -1,0 +1,51 @@
+//===- RuntimeSelectCompat.cpp - gpu.runtime_select on MLIR 22 ------------===//
+//
+// See RuntimeSelectCompat.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "RuntimeSelectCompat.h"
+
+#include "mlir/IR/DialectImplementation.h"
+
+#include "llvm/Support/Alignment.h"
+
+using namespace mlir;
+
+kdl_gpu::KDLGPUDialect::KDLGPUDialect(MLIRContext *ctx)
+    : Dialect(getDialectNamespace(), ctx, TypeID::get<KDLGPUDialect>()) {
+  addAttributes<gpu::RuntimeSelectAttr>();
+}
+
+Attribute kdl_gpu::KDLGPUDialect::parseAttribute(DialectAsmParser &parser,
+                                                 Type type) const {
+  StringRef mnemonic;
+  llvm::SMLoc loc = parser.getCurrentLocation();
+  if (parser.parseKeyword(&mnemonic))
+    return {};
+  if (mnemonic == gpu::RuntimeSelectAttr::getMnemonic())
+    return gpu::RuntimeSelectAttr::get(getContext());
+  parser.emitError(loc) << "unknown kdl_gpu attribute '" << mnemonic << "'";
+  return {};
+}
+
+void kdl_gpu::KDLGPUDialect::printAttribute(Attribute attr,
+                                            DialectAsmPrinter &os) const {
+  if (isa<gpu::RuntimeSelectAttr>(attr))
+    os << gpu::RuntimeSelectAttr::getMnemonic();
+}
+
+llvm::SmallString<0> kdl::compat::writeOffloadBinary(
+    llvm::ArrayRef<llvm::object::OffloadBinary::OffloadingImage> Images) {
+  llvm::SmallString<0> Out;
+  for (const llvm::object::OffloadBinary::OffloadingImage &Image : Images) {
+    llvm::SmallString<0> One = llvm::object::OffloadBinary::write(Image);
+    Out.append(One.begin(), One.end());
+    Out.resize(
+        llvm::alignTo(Out.size(), llvm::object::OffloadBinary::getAlignment()));
+  }
+  return Out;
+}
+
+MLIR_DECLARE_EXPLICIT_TYPE_ID(mlir::kdl_gpu::KDLGPUDialect)
+MLIR_DEFINE_EXPLICIT_TYPE_ID(mlir::kdl_gpu::KDLGPUDialect)

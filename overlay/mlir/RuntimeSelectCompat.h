@@ -1,0 +1,75 @@
+//===- RuntimeSelectCompat.h - gpu.runtime_select on MLIR 22 ----*- C++ -*-===//
+//
+// What the series' RuntimeSelectAttr.cpp needs and MLIR/LLVM 22 lack. It is
+// force-included (-include) into that file only; the file itself is compiled
+// as the patch has it, after the rewrites in CMakeLists.txt.
+//
+// - mlir::gpu::RuntimeSelectAttr is generated from CompilationAttrs.td in the
+//   patched tree. An installed GPU dialect cannot gain attributes, so here it
+//   belongs to a small dialect, `kdl_gpu`, and is spelled
+//   `#kdl_gpu.runtime_select` in the overlay's lit tests.
+// - The registration function the patch declares in GPUToLLVMIRTranslation.h.
+// - main's OffloadBinary::write(ArrayRef<OffloadingImage>) writes one
+//   container of several entries (format version 2). LLVM 22 writes one image
+//   per binary; kdl::compat::writeOffloadBinary concatenates those, each
+//   padded to the format's alignment, which is how LLVM 22's own tools put
+//   several images in one section.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KDL_OVERLAY_MLIR_RUNTIMESELECTCOMPAT_H
+#define KDL_OVERLAY_MLIR_RUNTIMESELECTCOMPAT_H
+
+#include "mlir/Dialect/GPU/IR/CompilationInterfaces.h"
+#include "mlir/IR/Attributes.h"
+#include "mlir/IR/Dialect.h"
+#include "mlir/IR/MLIRContext.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/SmallString.h"
+#include "llvm/Object/OffloadBinary.h"
+
+namespace mlir {
+class DialectRegistry;
+
+namespace kdl_gpu {
+/// The dialect that owns the overlay's runtime_select attribute.
+class KDLGPUDialect : public Dialect {
+public:
+  explicit KDLGPUDialect(MLIRContext *ctx);
+  static constexpr StringLiteral getDialectNamespace() { return "kdl_gpu"; }
+  Attribute parseAttribute(DialectAsmParser &parser, Type type) const override;
+  void printAttribute(Attribute attr, DialectAsmPrinter &os) const override;
+};
+} // namespace kdl_gpu
+
+namespace gpu {
+class RuntimeSelectAttr
+    : public Attribute::AttrBase<RuntimeSelectAttr, Attribute, AttributeStorage,
+                                 OffloadingTranslationAttrTrait> {
+public:
+  using Base::Base;
+  static constexpr StringLiteral name = "kdl_gpu.runtime_select";
+  static constexpr StringLiteral getMnemonic() { return "runtime_select"; }
+  static RuntimeSelectAttr get(MLIRContext *ctx) { return Base::get(ctx); }
+
+  /// The GPU dialect's extension attaches the interface; the attribute's own
+  /// dialect has to be loaded first.
+  template <typename... Models> static void attachInterface(MLIRContext &ctx) {
+    ctx.getOrLoadDialect<kdl_gpu::KDLGPUDialect>();
+    Base::template attachInterface<Models...>(ctx);
+  }
+};
+
+void registerRuntimeSelectLLVMTranslationInterfaceExternalModels(
+    DialectRegistry &registry);
+} // namespace gpu
+} // namespace mlir
+
+namespace kdl::compat {
+/// main's llvm::object::OffloadBinary::write(ArrayRef<OffloadingImage>).
+llvm::SmallString<0> writeOffloadBinary(
+    llvm::ArrayRef<llvm::object::OffloadBinary::OffloadingImage> Images);
+} // namespace kdl::compat
+
+#endif // KDL_OVERLAY_MLIR_RUNTIMESELECTCOMPAT_H
