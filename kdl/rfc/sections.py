@@ -136,7 +136,9 @@ def testing(src: Sources) -> list[str]:
     return out
 
 
-def plan(src: Sources) -> list[str]:
+def plan(src: Sources, skip: str | None = None) -> list[str]:
+    """The series' patches as pull requests; those whose every file lies
+    under *skip* belong to the other RFC and are only named."""
     out = ["## Implementation plan", ""]
     if not src.patches:
         out.append(
@@ -146,6 +148,9 @@ def plan(src: Sources) -> list[str]:
     out.append("One pull request per patch, in this order:")
     out.append("")
     for i, p in enumerate(src.patches, 1):
+        if skip and all(f.startswith(skip) for f in p.files):
+            out.append(f"{i}. **{p.subject}** (the companion RFC)")
+            continue
         stat = (
             f"+{n(p.rel + '#insertions', p.insertions)}/"
             f"-{n(p.rel + '#deletions', p.deletions)} lines"

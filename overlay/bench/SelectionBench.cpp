@@ -116,7 +116,7 @@ static std::optional<size_t> ranked(ArrayRef<OffloadFile> Files,
   SmallVector<ImageCandidate, 8> Accepted;
   for (size_t I : Index) {
     const OffloadBinary &B = *Files[I].getBinary();
-    Accepted.push_back({B.getImage(), kdl::getImageKeys(B)});
+    Accepted.push_back({B.getImage(), offloading::getImageKeys(B)});
   }
   return Index[selectImage(Accepted, RankDev).Index];
 }

@@ -202,12 +202,3 @@ bool kdl::pluginAccepts(StringRef Image, const PluginDevice &Device,
     return false;
   }
 }
-
-offloading::ImageKeys kdl::getImageKeys(const OffloadBinary &B) {
-  return {B.getString("variant_priority"),
-          B.getString("variant_tag"),
-          B.getString("min_sm"),
-          B.getString("min_gfx"),
-          B.getString("requires_features"),
-          B.getArch()};
-}

@@ -49,10 +49,6 @@ struct PluginDevice {
 bool pluginAccepts(llvm::StringRef Image, const PluginDevice &Device,
                    std::string &Why);
 
-/// The selection keys of an OffloadBinary entry, as the series' loadBinary
-/// reads them (offload/plugins-nextgen/common/src/PluginInterface.cpp).
-llvm::offloading::ImageKeys getImageKeys(const llvm::object::OffloadBinary &B);
-
 } // namespace kdl
 
 #endif // KDL_COMPAT_PLUGINCOMPAT_H

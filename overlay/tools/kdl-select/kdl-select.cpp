@@ -223,8 +223,11 @@ int main(int Argc, char **Argv) {
   SmallVector<size_t> CandidateIndex;
   for (const OffloadFile &File : Files) {
     const OffloadBinary &Binary = *File.getBinary();
-    Verdict V{
-        &Binary, false, "", 0, {Binary.getImage(), kdl::getImageKeys(Binary)}};
+    Verdict V{&Binary,
+              false,
+              "",
+              0,
+              {Binary.getImage(), offloading::getImageKeys(Binary)}};
     // An entry flagged OIF_Metadata (bit 0) describes the binary and holds
     // no image.
     if (Binary.getFlags() & 1)
