@@ -11,7 +11,8 @@ documented ranking, not from the C++:
   plugin's processor match against the agent's ISAs with the xnack rule;
   nothing across vendors; nothing that is not an ELF image;
 * ranking: requirements met, then variant_priority, then fit (exact,
-  compatible, generic), then closeness; an image with a malformed key cannot
+  compatible, generic, and last an sm_XYa cubin on another compute
+  capability, which the plugin accepts and no driver runs), then closeness; an image with a malformed key cannot
   be ranked; the first accepted image is kept unless a later one, ranked,
   scores strictly higher.
 
@@ -63,7 +64,7 @@ SMS = (75, 80, 86, 87, 89, 90, 100, 103, 120)
 MACH = {"gfx90a": 0x3F, "gfx942": 0x4C, "gfx950": 0x4F, "gfx9-4-generic": 0x5F}
 #: EF_AMDGPU_FEATURE_XNACK_*_V4: None is "any".
 XNACK = {None: 0x100, "-": 0x200, "+": 0x300}
-FIT = {"generic": 1, "compatible": 2, "exact": 3}
+FIT = {"mismatch": 0, "generic": 1, "compatible": 2, "exact": 3}
 
 
 @dataclass(frozen=True)
@@ -146,6 +147,9 @@ def score(img: Img, dev: Device) -> tuple[int, int, int, int] | None:
     priority = int(img.key("variant_priority") or 0)
     if img.kind == "cubin":
         exact = sm_of(img.arch) == sm_of(dev.arch)
+        if img.arch.endswith("a") and not exact:
+            # Accepted by the plugin, run by no driver: below everything.
+            return met, priority, FIT["mismatch"], 0
         closeness = 4 * sm_of(img.arch) * 10 + (2 if img.arch.endswith("a") else 0)
         return met, priority, FIT["exact" if exact else "compatible"], closeness
     processor = dev.arch.split(":")[0]
@@ -314,6 +318,12 @@ PINNED = [
         ],
         0,
     ),
+    # sm_100a on 10.3: accepted, listed first, and below the portable cubin.
+    (
+        Device(NVPTX, "sm_103"),
+        [Img("cubin", "sm_100a"), Img("cubin", "sm_100", uid=1)],
+        0,
+    ),
 ]
 
 
@@ -329,6 +339,7 @@ PINNED = [
 @example(PINNED[2])
 @example(PINNED[3])
 @example(PINNED[4])
+@example(PINNED[5])
 def test_selection_matches_the_model(case: tuple[Device, list[Img], int]) -> None:
     dev, imgs, where = case
     with tempfile.TemporaryDirectory(prefix="kdl-prop-") as tmp:
@@ -339,7 +350,7 @@ def test_selection_matches_the_model(case: tuple[Device, list[Img], int]) -> Non
     ("dev", "imgs", "want"),
     [
         (dev, imgs, want)
-        for (dev, imgs, _), want in zip(PINNED, [1, 1, 0, 0, 1], strict=True)
+        for (dev, imgs, _), want in zip(PINNED, [1, 1, 0, 0, 1, 1], strict=True)
     ],
 )
 def test_model_on_the_pinned_cases(dev: Device, imgs: list[Img], want: int) -> None:
