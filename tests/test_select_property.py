@@ -12,9 +12,9 @@ documented ranking, not from the C++:
   nothing across vendors; nothing that is not an ELF image;
 * ranking: requirements met, then variant_priority, then fit (exact,
   compatible, generic, and last an sm_XYa cubin on another compute
-  capability, which the plugin accepts and no driver runs), then closeness; an image with a malformed key cannot
-  be ranked; the first accepted image is kept unless a later one, ranked,
-  scores strictly higher.
+  capability, which the plugin accepts and no driver runs), then
+  closeness; an image with a malformed key cannot be ranked; the first
+  accepted image is kept unless a later one, ranked, scores strictly higher.
 
 For every set: each image's acceptance and the choice are the model's, the
 choice is accepted, a choice other than today's (the first accepted) scores
