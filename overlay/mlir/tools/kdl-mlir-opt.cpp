@@ -1,26 +1,29 @@
 //===- kdl-mlir-opt.cpp - mlir-opt with gpu.runtime_select ----------------===//
 //
-// An mlir-opt for the series' round-trip tests: the GPU, LLVM, NVVM and ROCDL
-// dialects and the overlay's runtime_select attribute.
+// mlir-opt (every dialect, extension and pass of the installed MLIR), with
+// the overlay's runtime_select attribute registered: the series' round-trip
+// tests, and gpu-module-to-binary for the GPU harness (gpu/runtime_select.sh).
 //
 //===----------------------------------------------------------------------===//
 
 #include "../RuntimeSelectCompat.h"
 
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/GPU/IR/GPUDialect.h"
-#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
-#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
-#include "mlir/Dialect/LLVMIR/ROCDLDialect.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/InitAllPasses.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 
 using namespace mlir;
 
 int main(int argc, char **argv) {
+  registerAllPasses();
   DialectRegistry registry;
-  registry
-      .insert<func::FuncDialect, gpu::GPUDialect, LLVM::LLVMDialect,
-              NVVM::NVVMDialect, ROCDL::ROCDLDialect, kdl_gpu::KDLGPUDialect>();
+  registerAllDialects(registry);
+  registerAllExtensions(registry);
+  registerAllToLLVMIRTranslations(registry);
+  registry.insert<kdl_gpu::KDLGPUDialect>();
+  gpu::registerRuntimeSelectLLVMTranslationInterfaceExternalModels(registry);
   return asMainReturnCode(
       MlirOptMain(argc, argv, "kdl MLIR optimizer driver", registry));
 }
