@@ -24,7 +24,8 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 RS=$ROOT/build/gpu-rs
 SRC=$ROOT/gpu/mlir
-RUNS=${KDL_RS_RUNS:-20}
+RUNS=${KDL_RS_RUNS:-20}   # launches per process
+PROCS=${KDL_RS_PROCS:-5}  # processes per variant and stack (one load each)
 
 prepare() {
   local llvm=${KDL_LLVM_PREFIX:-/usr/lib/llvm-22}
@@ -52,7 +53,7 @@ prepare() {
   done
   # What the objects are, as the runtime will see them.
   "$llvm/bin/llc" -filetype=obj -data-sections "$RS/rs.ll" -o "$RS/rs-data.o"
-  "$llvm/bin/llvm-objcopy" --dump-section=.rodata.kernels_bin_cst="$RS/rs.bin" \
+  "$llvm/bin/llvm-objcopy" --dump-section=.rodata.kernels_binary="$RS/rs.bin" \
     "$RS/rs-data.o"
   "$llvm/bin/llvm-objdump" --offloading "$RS/rs.bin" >"$RS/rs.offloading.txt"
   "$bin/kdl-select" --device=triple=nvptx64-nvidia-cuda,arch=sm_90 \
@@ -75,10 +76,12 @@ run() {
     echo "== device"
     nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv,noheader
     for v in rs so-0 so-1 so-2; do
-      echo "== $v, LLVM 22"
-      "./$v" "$RUNS" 2>&1 || echo "exit $?"
-      echo "== $v, LLVM 22 + shim"
-      LD_PRELOAD=$RS/libkdl-offload-shim.so "./$v" "$RUNS" 2>&1 || echo "exit $?"
+      for p in $(seq "$PROCS"); do
+        echo "== $v, LLVM 22, process $p"
+        "./$v" "$RUNS" 2>&1 || echo "exit $?"
+        echo "== $v, LLVM 22 + shim, process $p"
+        LD_PRELOAD=$RS/libkdl-offload-shim.so "./$v" "$RUNS" 2>&1 || echo "exit $?"
+      done
     done
   } 2>&1 | tee "$OUT/runtime-select.log"
   python3 "$ROOT/gpu/runtime_select_report.py" "$OUT/runtime-select.log" "$RS" \

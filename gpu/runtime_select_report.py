@@ -2,12 +2,14 @@
 
 usage: runtime_select_report.py LOG RSDIR > runtime-select.json
 
-Each ``== VARIANT, STACK`` section of the log becomes a run: the marker each
-``run`` line reports (which object ran: 80 sm_80, 90 sm_90, 91 sm_90a, 8 the
-sm_80 PTX), olCreateProgram's time (the first run cold, the median of the
-others warm), the launch-to-synchronize time, and the one-line error of a
-run that could not load. RSDIR supplies the versions and what kdl-select
-chose for the same container on the CPU.
+Each ``== VARIANT, STACK, process P`` section of the log is one process: the
+marker each ``run`` line reports (which object ran: 80 sm_80, 90 sm_90, 91
+sm_90a, 8 the sm_80 PTX), olCreateProgram's time (once per process, in
+MLIR's global constructor), the launch-to-synchronize times (the first of a
+process, and the others), and the one-line errors of a process that could
+not load. Per variant and stack the processes are summarized together.
+RSDIR supplies the versions and what kdl-select chose for the same
+container on the CPU.
 """
 
 from __future__ import annotations
@@ -24,36 +26,51 @@ RUN = re.compile(
 )
 
 
-def summarize(body: str) -> dict[str, object]:
-    rows = [(int(m[1]), float(m[2]), float(m[3])) for m in RUN.findall(body)]
-    errors = [line for line in body.splitlines() if line.startswith("kdl-mgpu: ")]
+def summarize(bodies: list[str]) -> dict[str, object]:
+    """One variant on one stack, over its processes (one module load each)."""
+    loads: list[float] = []
+    cold: list[float] = []
+    warm: list[float] = []
+    markers: set[int] = set()
+    errors: list[str] = []
+    for body in bodies:
+        rows = [(int(m[1]), float(m[2]), float(m[3])) for m in RUN.findall(body)]
+        errors += [line for line in body.splitlines() if line.startswith("kdl-mgpu: ")]
+        markers |= {r[0] for r in rows}
+        if rows:
+            loads.append(rows[0][1])
+            cold.append(rows[0][2])
+            warm += [r[2] for r in rows[1:]]
     out: dict[str, object] = {
-        "runs": len(rows),
-        "markers": sorted({r[0] for r in rows}),
-        "ran": sorted({OBJECTS.get(r[0], f"marker {r[0]}") for r in rows}),
-        "error": errors[0] if errors else None,
+        "processes": len(bodies),
+        "launches": len(cold) + len(warm),
+        "markers": sorted(markers),
+        "ran": sorted(OBJECTS.get(m, f"marker {m}") for m in markers),
+        "errors": sorted(set(errors)),
     }
-    if rows:
-        out["load_us_cold"] = rows[0][1]
-        out["launch_us_cold"] = rows[0][2]
-    if len(rows) > 1:
-        out["load_us_warm_median"] = statistics.median(r[1] for r in rows[1:])
-        out["launch_us_warm_median"] = statistics.median(r[2] for r in rows[1:])
+    if loads:
+        out["load_us_median"] = statistics.median(loads)
+        out["load_us"] = loads
+        out["launch_us_first_median"] = statistics.median(cold)
+    if warm:
+        out["launch_us_warm_median"] = statistics.median(warm)
     return out
 
 
 def parse(log: str) -> dict[str, object]:
-    runs: dict[str, dict[str, object]] = {}
+    bodies: dict[tuple[str, str], list[str]] = {}
     device = ""
     for block in re.split(r"^== ", log, flags=re.MULTILINE)[1:]:
         name, _, body = block.partition("\n")
         if name == "device":
             device = body.strip()
             continue
-        variant, _, stack = name.partition(", ")
-        runs.setdefault(variant, {})["shim" if "shim" in stack else "llvm22"] = (
-            summarize(body)
-        )
+        variant, stack, *_ = name.split(", ")
+        key = (variant, "shim" if "shim" in stack else "llvm22")
+        bodies.setdefault(key, []).append(body)
+    runs: dict[str, dict[str, object]] = {}
+    for (variant, stack), parts in bodies.items():
+        runs.setdefault(variant, {})[stack] = summarize(parts)
     return {"device": device, "variants": runs}
 
 

@@ -15,9 +15,11 @@
 //
 // Harness-only limits, each refused with a message: kernels without
 // arguments (mgpuLaunchKernel gets no argument sizes, olLaunchKernel needs
-// them), no mgpuModuleLoadJIT (its PTX has no size). Before unloading a
-// module it reads the device global kdl_marker, which the harness's kernel
-// sets, and records it with the module's load and launch times.
+// them), no mgpuModuleLoadJIT (its PTX has no size). After each launch it
+// reads the device global kdl_marker, which the harness's kernel sets, and
+// records it with the module's load time and the launch's time. MLIR loads
+// the module in a global constructor and unloads it in a global destructor,
+// after main: an unload that fails there is reported, not fatal.
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,6 +35,7 @@
 #include <time.h>
 
 static ol_device_handle_t Device, HostDevice;
+static ol_program_handle_t LastProgram;
 static struct kdl_mgpu_sample Current;
 
 static void check(ol_result_t Result, const char *What) {
@@ -98,6 +101,7 @@ void *mgpuModuleGetFunction(void *Module, const char *Name) {
   check(olGetSymbol((ol_program_handle_t)Module, Name, OL_SYMBOL_KIND_KERNEL,
                     &Kernel),
         "mgpuModuleGetFunction");
+  LastProgram = (ol_program_handle_t)Module;
   return Kernel;
 }
 
@@ -111,6 +115,17 @@ void *mgpuStreamCreate(void) {
 void mgpuStreamSynchronize(void *Stream) {
   check(olSyncQueue((ol_queue_handle_t)Stream), "mgpuStreamSynchronize");
   Current.launch_us = now_us() - Current.launch_us;
+  ol_symbol_handle_t Global;
+  void *Address;
+  check(olGetSymbol(LastProgram, "kdl_marker", OL_SYMBOL_KIND_GLOBAL_VARIABLE,
+                    &Global),
+        "kdl_marker");
+  check(olGetSymbolInfo(Global, OL_SYMBOL_INFO_GLOBAL_VARIABLE_ADDRESS,
+                        sizeof(Address), &Address),
+        "kdl_marker address");
+  check(olMemcpy(NULL, &Current.marker, HostDevice, Address, Device,
+                 sizeof(Current.marker)),
+        "kdl_marker read");
 }
 
 void mgpuStreamDestroy(void *Stream) {
@@ -140,19 +155,10 @@ void mgpuLaunchKernel(void *Function, intptr_t GridX, intptr_t GridY,
 }
 
 void mgpuModuleUnload(void *Module) {
-  ol_program_handle_t Program = (ol_program_handle_t)Module;
-  ol_symbol_handle_t Global;
-  void *Address;
-  check(olGetSymbol(Program, "kdl_marker", OL_SYMBOL_KIND_GLOBAL_VARIABLE,
-                    &Global),
-        "kdl_marker");
-  check(olGetSymbolInfo(Global, OL_SYMBOL_INFO_GLOBAL_VARIABLE_ADDRESS,
-                        sizeof(Address), &Address),
-        "kdl_marker address");
-  check(olMemcpy(NULL, &Current.marker, HostDevice, Address, Device,
-                 sizeof(Current.marker)),
-        "kdl_marker read");
-  check(olDestroyProgram(Program), "mgpuModuleUnload");
+  ol_result_t Result = olDestroyProgram((ol_program_handle_t)Module);
+  if (Result)
+    fprintf(stderr, "kdl-mgpu: mgpuModuleUnload (after main): %s\n",
+            Result->Details ? Result->Details : "error");
 }
 
 struct kdl_mgpu_sample kdl_mgpu_last(void) { return Current; }

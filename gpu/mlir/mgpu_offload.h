@@ -12,7 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/// What the last module load and launch measured and found.
+/// What the module load (once, in MLIR's global constructor) and the last
+/// launch measured and found.
 struct kdl_mgpu_sample {
   double load_us;   ///< olCreateProgram
   double launch_us; ///< olLaunchKernel to the end of olSyncQueue

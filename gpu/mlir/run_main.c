@@ -8,8 +8,9 @@
 //
 // kdl_run is the host function of gpu/mlir/mark.mlir's harness module: one
 // gpu.launch_func, translated by #gpu.runtime_select or #gpu.select_object
-// (load, get function, launch, synchronize, unload). It runs N times in this
-// process (the first is cold); each run prints one line:
+// (get function, launch, synchronize; the module is loaded once, in a global
+// constructor). It runs N times in this process (the first is cold); each
+// run prints one line, L being that one load's time:
 //
 //   run I marker M load_us L launch_us T
 //
