@@ -155,6 +155,8 @@ void mgpuLaunchKernel(void *Function, intptr_t GridX, intptr_t GridY,
 }
 
 void mgpuModuleUnload(void *Module) {
+  if (!Module) // The load failed and ended the program.
+    return;
   ol_result_t Result = olDestroyProgram((ol_program_handle_t)Module);
   if (Result)
     fprintf(stderr, "kdl-mgpu: mgpuModuleUnload (after main): %s\n",
