@@ -25,6 +25,8 @@
 #                   OffloadBinary (both orders), then the kernel's marker.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=gpu/common.sh
+. "$ROOT/gpu/common.sh"
 SEL=$ROOT/build/gpu-sel
 SRC=$ROOT/gpu/kernels/mark.cu
 
@@ -70,16 +72,13 @@ prepare() {
       --device=triple=$t,arch=sm_90 "$SEL/$f.bin" >"$SEL/$f.kdl-select.json"
   done
   cp "$ROOT/build/overlay/lib/libkdl-offload-shim.so" "$ROOT/build/overlay/bin/kdl-ol-probe" "$SEL/"
-  git -C "$ROOT" describe --always --dirty >"$SEL/VERSION"
-  "$B/clang++" --version | head -1 >"$SEL/CLANG_VERSION"
-  ptxas --version | tail -1 >"$SEL/PTXAS_VERSION"
+  kdl_record_versions "$SEL" "$B/clang++"
 }
 
 run() {
   OUT=${OUT:-$ROOT/build/gpu-sel-out}
-  mkdir -p "$OUT" /tmp/kdl-deb
-  for f in "$ROOT"/.deb/*.deb; do dpkg-deb -x "$f" /tmp/kdl-deb; done
-  export LD_LIBRARY_PATH=/tmp/kdl-deb/usr/lib/llvm-22/lib:/tmp/kdl-deb/usr/lib/x86_64-linux-gnu
+  mkdir -p "$OUT"
+  kdl_unpack_debs
   local shim=$SEL/libkdl-offload-shim.so
   cd "$SEL"
   {

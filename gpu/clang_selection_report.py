@@ -15,15 +15,13 @@ import re
 import sys
 from pathlib import Path
 
+from logsections import sections
+
 
 def parse(log: str) -> dict[str, object]:
     runs: list[dict[str, object]] = []
-    device = ""
-    for block in re.split(r"^== ", log, flags=re.MULTILINE)[1:]:
-        name, _, body = block.partition("\n")
-        if name == "device":
-            device = body.strip()
-            continue
+    device, named = sections(log)
+    for name, body in named:
         ran = re.findall(r"^ran image: (\S+)", body, re.MULTILINE)
         ran += re.findall(r"^\s+kdl_image: (\S+)", body, re.MULTILINE)
         runs.append(

@@ -22,6 +22,8 @@
 # mgpu* calls over liboffload) against LLVM 22's libLLVMOffload.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=gpu/common.sh
+. "$ROOT/gpu/common.sh"
 RS=$ROOT/build/gpu-rs
 SRC=$ROOT/gpu/mlir
 RUNS=${KDL_RS_RUNS:-20}   # launches per process
@@ -61,16 +63,13 @@ prepare() {
   "$bin/kdl-select" --device=triple=nvptx64-nvidia-cuda,arch=sm_90 --json \
     "$RS/rs.bin" >"$RS/rs.kdl-select.json"
   cp "$ROOT/build/overlay/lib/libkdl-offload-shim.so" "$RS/"
-  git -C "$ROOT" describe --always --dirty >"$RS/VERSION"
-  "$llvm/bin/clang" --version | head -1 >"$RS/CLANG_VERSION"
-  ptxas --version | tail -1 >"$RS/PTXAS_VERSION"
+  kdl_record_versions "$RS" "$llvm/bin/clang"
 }
 
 run() {
   OUT=${OUT:-$ROOT/build/gpu-rs-out}
-  mkdir -p "$OUT" /tmp/kdl-deb
-  for f in "$ROOT"/.deb/*.deb; do dpkg-deb -x "$f" /tmp/kdl-deb; done
-  export LD_LIBRARY_PATH=/tmp/kdl-deb/usr/lib/llvm-22/lib:/tmp/kdl-deb/usr/lib/x86_64-linux-gnu
+  mkdir -p "$OUT"
+  kdl_unpack_debs
   cd "$RS"
   {
     echo "== device"

@@ -20,6 +20,8 @@ import statistics
 import sys
 from pathlib import Path
 
+from logsections import sections
+
 OBJECTS = {80: "sm_80 cubin", 90: "sm_90 cubin", 91: "sm_90a cubin", 8: "sm_80 PTX"}
 RUN = re.compile(
     r"^run (\d+) marker (-?\d+) load_us ([\d.]+) launch_us ([\d.]+)$", re.MULTILINE
@@ -59,12 +61,8 @@ def summarize(bodies: list[str]) -> dict[str, object]:
 
 def parse(log: str) -> dict[str, object]:
     bodies: dict[tuple[str, str], list[str]] = {}
-    device = ""
-    for block in re.split(r"^== ", log, flags=re.MULTILINE)[1:]:
-        name, _, body = block.partition("\n")
-        if name == "device":
-            device = body.strip()
-            continue
+    device, named = sections(log)
+    for name, body in named:
         variant, stack, *_ = name.split(", ")
         key = (variant, "shim" if "shim" in stack else "llvm22")
         bodies.setdefault(key, []).append(body)

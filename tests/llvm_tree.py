@@ -435,3 +435,15 @@ def synthesize_bases(patches: list[bytes]) -> dict[str, str]:
             except ValueError as exc:
                 raise ValueError(f"{path}: {exc}") from None
     return {path: base.text() for path, base in bases.items()}
+
+
+@pytest.fixture
+def llvm(tmp_path: Path) -> Path:
+    """A small llvm-project checkout (make_llvm_checkout)."""
+    return make_llvm_checkout(tmp_path / "llvm-project")
+
+
+@pytest.fixture
+def series(llvm: Path, tmp_path: Path) -> SeriesDir:
+    """A patch series against *llvm* (make_series)."""
+    return make_series(llvm, tmp_path / "patches")

@@ -25,20 +25,8 @@ from tests.llvm_tree import (
     SeriesDir,
     git,
     isolated_git,  # noqa: F401  (autouse fixture)
-    make_llvm_checkout,
-    make_series,
     snapshot,
 )
-
-
-@pytest.fixture
-def llvm(tmp_path: Path) -> Path:
-    return make_llvm_checkout(tmp_path / "llvm-project")
-
-
-@pytest.fixture
-def series(llvm: Path, tmp_path: Path) -> SeriesDir:
-    return make_series(llvm, tmp_path / "patches")
 
 
 def kdl(

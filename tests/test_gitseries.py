@@ -24,7 +24,6 @@ from tests.llvm_tree import (
     default_edits,
     git,
     isolated_git,  # noqa: F401  (autouse fixture)
-    make_llvm_checkout,
     make_series,
     replace,
     snapshot,
@@ -37,16 +36,6 @@ P1 = "0001-Object-Offload-Add-standard-OffloadBinary-metadata-k.patch"
 P2 = "0002-Object-Offload-Check-image-metadata-against-a-device.patch"
 P3 = "0003-Offload-Load-the-best-ranked-image.patch"
 P4 = "0004-Offload-Document-ranked-selection.patch"
-
-
-@pytest.fixture
-def llvm(tmp_path: Path) -> Path:
-    return make_llvm_checkout(tmp_path / "llvm-project")
-
-
-@pytest.fixture
-def series(llvm: Path, tmp_path: Path) -> SeriesDir:
-    return make_series(llvm, tmp_path / "patches")
 
 
 def kdl(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

@@ -13,6 +13,7 @@ import importlib.util
 import json
 import re
 import statistics
+import sys
 from types import ModuleType
 from typing import Any
 
@@ -38,6 +39,9 @@ def test_apply_bench_statistics_follow_the_samples() -> None:
 
 def _report_module(name: str = "clang_selection_report") -> ModuleType:
     path = paths.ROOT / "gpu" / f"{name}.py"
+    # The reports import their sibling gpu/logsections.py, as when run.
+    if str(path.parent) not in sys.path:
+        sys.path.insert(0, str(path.parent))
     spec = importlib.util.spec_from_file_location(name, path)
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
