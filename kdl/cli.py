@@ -205,14 +205,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--cache",
         type=Path,
-        default=Path(".work/upstream"),
+        default=paths.ROOT / ".work" / "upstream",
         metavar="DIR",
         help="upstream files read at the recorded commits [.work/upstream]",
     )
     p.add_argument(
         "--out",
         type=Path,
-        default=Path("results/upstream-check.json"),
+        default=paths.RESULTS / "upstream-check.json",
         metavar="FILE",
         help="where the results go [results/upstream-check.json]",
     )

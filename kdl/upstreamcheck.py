@@ -41,8 +41,6 @@ from kdl.errors import UsageError, WorkspaceError
 
 log = logging.getLogger("kdl")
 
-DEFAULT_CACHE = paths.ROOT / ".work" / "upstream"
-RESULT = paths.RESULTS / "upstream-check.json"
 
 #: Include directories of the upstream targets that build each part of the
 #: tree, relative to llvm-project's root (from their CMakeLists.txt).
