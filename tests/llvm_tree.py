@@ -15,6 +15,7 @@ import logging
 import os
 import re
 import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -435,6 +436,12 @@ def synthesize_bases(patches: list[bytes]) -> dict[str, str]:
             except ValueError as exc:
                 raise ValueError(f"{path}: {exc}") from None
     return {path: base.text() for path, base in bases.items()}
+
+
+def apply_argv(llvm: Path, series: SeriesDir, *extra: str) -> list[str]:
+    """`python -m kdl apply` of *series* onto *llvm*, as a child process."""
+    args = ["--llvm", str(llvm), "--series", str(series.series), *extra]
+    return [sys.executable, "-m", "kdl", "apply", *args]
 
 
 @pytest.fixture

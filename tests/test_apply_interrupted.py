@@ -15,7 +15,6 @@ import fcntl
 import os
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -23,6 +22,7 @@ import pytest
 from kdl import paths
 from tests.llvm_tree import (
     SeriesDir,
+    apply_argv,
     git,
     isolated_git,  # noqa: F401  (autouse fixture)
     snapshot,
@@ -37,17 +37,7 @@ def kdl(
     if hook:
         env["KDL_TEST_SIGNAL_AFTER_GIT"] = hook
     return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "kdl",
-            "apply",
-            "--llvm",
-            str(llvm),
-            "--series",
-            str(series.series),
-            *extra,
-        ],
+        apply_argv(llvm, series, *extra),
         capture_output=True,
         text=True,
         env=env,

@@ -7,7 +7,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -21,6 +20,7 @@ from tests.llvm_tree import (
     OFFLOAD_BINARY,
     Edit,
     SeriesDir,
+    apply_argv,
     default_edits,
     git,
     isolated_git,  # noqa: F401  (autouse fixture)
@@ -473,16 +473,7 @@ def _slow_apply(
     hook.write_text(f"#!/bin/sh\ntouch '{marker}'\nsleep 3\n")
     hook.chmod(0o755)
     child = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "kdl",
-            "apply",
-            "--llvm",
-            str(llvm),
-            "--series",
-            str(series.series),
-        ],
+        apply_argv(llvm, series),
         cwd=paths.ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
