@@ -22,6 +22,7 @@ from pathlib import Path
 
 from logsections import sections
 
+#: Marker -> object, in the order gpu/runtime_select.sh packs them.
 OBJECTS = {80: "sm_80 cubin", 90: "sm_90 cubin", 91: "sm_90a cubin", 8: "sm_80 PTX"}
 RUN = re.compile(
     r"^run (\d+) marker (-?\d+) load_us ([\d.]+) launch_us ([\d.]+)$", re.MULTILINE
@@ -86,7 +87,7 @@ def main(argv: list[str]) -> int:
     doc["harness"] = version("VERSION")
     doc["clang"] = version("CLANG_VERSION")
     doc["ptxas"] = version("PTXAS_VERSION")
-    doc["objects"] = ["sm_80 cubin", "sm_90 cubin", "sm_90a cubin", "sm_80 PTX"]
+    doc["objects"] = list(OBJECTS.values())  # in the binary's order
     select = rs / "rs.kdl-select.json"
     if select.is_file():
         chosen = json.loads(select.read_text())
