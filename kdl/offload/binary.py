@@ -56,6 +56,7 @@ from kdl.offload.layout import (
     STRING_V2,
     SUPPORTED_VERSIONS,
     Image,
+    align,
     decode,
     image_kind_name,
     make_image,
@@ -188,8 +189,7 @@ def _walk(
     """Parse the run of binaries in data[start:end], as LLVM 22 walks it."""
     offset, end, section = where
     while offset < end:
-        compressed = _compressed_v3(data, offset, end)
-        if compressed is None:
+        if not _compressed_v3(data, offset, end):
             reader = _Reader(data, path, offset, end)
             found = reader.images(len(out.images), len(out.binaries))
             binary = Binary(
@@ -222,11 +222,7 @@ def _walk(
         out.images += found
         out.binaries.append(binary)
         # Version 3 pads a compressed binary to 8 bytes after its Size.
-        offset += align8(step) if binary.version >= 3 else step
-
-
-def align8(n: int) -> int:
-    return (n + 7) & ~7
+        offset += align(step) if binary.version >= 3 else step
 
 
 #: Where compressed streams start: zstd's frame magic; a zlib stream is told
@@ -238,12 +234,12 @@ MAX_INFLATE_RATIO = 1024
 MAX_INFLATED = 1 << 30
 
 
-def _compressed_v3(data: bytes, offset: int, end: int) -> bool | None:
-    """True if a compressed version 3 binary starts at *offset*."""
+def _compressed_v3(data: bytes, offset: int, end: int) -> bool:
+    """Whether a compressed version 3 binary starts at *offset*."""
     if end - offset < HEADER_V3.size or data[offset : offset + 4] != MAGIC:
-        return None
+        return False
     fields = HEADER_V3.unpack_from(data, offset)
-    return True if fields[1] == 3 and fields[5] != 0 else None
+    return fields[1] == 3 and fields[5] != 0
 
 
 def _inflate(data: bytes, path: str, offset: int, end: int) -> tuple[bytes, str, int]:
