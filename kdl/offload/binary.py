@@ -238,8 +238,8 @@ def _compressed_v3(data: bytes, offset: int, end: int) -> bool:
     """Whether a compressed version 3 binary starts at *offset*."""
     if end - offset < HEADER_V3.size or data[offset : offset + 4] != MAGIC:
         return False
-    fields = HEADER_V3.unpack_from(data, offset)
-    return fields[1] == 3 and fields[5] != 0
+    _, version, _, _, _, inflated_size = HEADER_V3.unpack_from(data, offset)
+    return bool(version == 3 and inflated_size != 0)
 
 
 def _inflate(data: bytes, path: str, offset: int, end: int) -> tuple[bytes, str, int]:
