@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from kdl import paths
+
 DATA = Path(__file__).parent / "data" / "rfc"
 
 
@@ -41,10 +43,11 @@ def isolate(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 
 
 def workspace(tmp_path: Path) -> Path:
-    """A copy of the fixture workspace (series, results, lit test)."""
+    """A copy of what the posts are drawn from: templates, results, patches."""
     root = tmp_path / "ws"
     if not root.exists():
-        shutil.copytree(DATA / "workspace", root)
+        for part in ("rfc/templates", "results", "patches"):
+            shutil.copytree(paths.ROOT / part, root / part)
     return root
 
 

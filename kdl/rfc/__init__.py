@@ -1,16 +1,18 @@
 """``kdl rfc``: the RFC posts for LLVM's Discourse, drafted from the results.
 
-Layers, as in lit: :mod:`~kdl.rfc.sources` reads the workspace (series, docs
-table, results), :mod:`~kdl.rfc.render` writes the Markdown,
-:mod:`~kdl.rfc.check` finds what a reviewer would object to, and
-:mod:`~kdl.rfc.post` talks to Discourse. :func:`draft` is what ``kdl all``
-calls.
+Each post is a Markdown template under ``rfc/templates/`` whose figures are
+slots naming the result they come from (:mod:`~kdl.rfc.template`);
+:func:`draft` fills them into ``rfc/out/<name>.md`` and records every figure
+in a sidecar beside it. :mod:`~kdl.rfc.check` finds what a reviewer would
+object to, and :mod:`~kdl.rfc.post` talks to Discourse.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
+import re
 from pathlib import Path
 
 from kdl import paths, proc
@@ -18,8 +20,10 @@ from kdl.errors import UsageError, WorkspaceError
 
 log = logging.getLogger("kdl")
 
-#: The drafts, in the order they should be posted.
-NAMES = ("metadata-vocabulary", "ranked-selection")
+#: The posts, in the order they should be posted.
+NAMES = ("ranked-selection", "metadata-vocabulary")
+
+_PR_LINK = re.compile(r"github\.com/llvm/llvm-project/pull/(\d+)")
 
 
 def draft(
@@ -29,37 +33,64 @@ def draft(
     github: bool = False,
     github_base: str | None = None,
 ) -> list[Path]:
-    """Write ``rfc/out/<name>.md`` for every post; return their paths.
+    """Write ``rfc/out/<name>.md`` and its sidecar for every post; their paths.
 
-    Works with any subset of inputs present: what is missing is stated in the
-    post ("not measured yet"). With *github* the state of the cited PRs is
-    read from the GitHub API (skipped, with a note, when offline).
+    A slot whose source is missing or does not resolve stops the draft with
+    the template's file and line. With *github*, the state of each pull
+    request a post links is read from the GitHub API and compared with the
+    state recorded in :mod:`kdl.rfc.facts` (a warning when it changed).
     """
-    from kdl.rfc import render, sources
+    from kdl.rfc import template
+    from kdl.rfc.figures import Resolver, SourceError
+    from kdl.rfc.quotes import QUOTE_RENDERERS
 
     root = (root or paths.ROOT).resolve()
     out_dir = out_dir or root / "rfc" / "out"
-    src = sources.load(root)
-    for note in src.notes:
-        log.warning("rfc: %s", note)
-    states: dict[int, str] | None = None
+    resolver = Resolver(root, QUOTE_RENDERERS)
+    rendered: dict[str, template.Rendered] = {}
+    for name in NAMES:
+        source = root / "rfc" / "templates" / f"{name}.md"
+        where = source.relative_to(root).as_posix()
+        try:
+            rendered[name] = template.render(source.read_text(), resolver, where)
+        except OSError as exc:
+            raise WorkspaceError(
+                f"{where}: cannot read the template ({exc.strerror})"
+            ) from None
+        except SourceError as exc:
+            raise WorkspaceError(str(exc)) from None
     if github:
-        from kdl.rfc import facts
-        from kdl.rfc import github as gh
-
-        numbers = [p.number for p in facts.HISTORY]
-        states = gh.pr_states(numbers, base_url=github_base or gh.API)
-        if states is None:
-            log.warning("rfc: GitHub not reachable; PR states as recorded in 2026-11")
-    posts = render.render_all(src, states or None)
+        _warn_changed_prs([r.text for r in rendered.values()], github_base)
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
-    for name, text in posts.items():
-        path = out_dir / name
-        path.write_text(text)
+    for name, post in rendered.items():
+        path = out_dir / f"{name}.md"
+        path.write_text(post.text)
+        sidecar = post.sidecar(path.name, f"rfc/templates/{name}.md")
+        template.sidecar_path(path).write_text(json.dumps(sidecar, indent=1) + "\n")
         written.append(path)
         log.debug("rfc: wrote %s", path)
     return written
+
+
+def _warn_changed_prs(texts: list[str], base: str | None) -> None:
+    from kdl.rfc import facts
+    from kdl.rfc import github as gh
+
+    numbers = sorted({int(n) for t in texts for n in _PR_LINK.findall(t)})
+    states = gh.pr_states(numbers, base_url=base or gh.API)
+    if states is None:
+        log.warning("rfc: GitHub not reachable; PR states as recorded in 2026-11")
+        return
+    recorded = {p.number: p.state for p in facts.HISTORY}
+    for number, state in sorted(states.items()):
+        if recorded.get(number) not in (None, state):
+            log.warning(
+                "rfc: #%d is %s now (recorded: %s); check what the posts say of it",
+                number,
+                state,
+                recorded[number],
+            )
 
 
 def _existing(out_dir: Path, which: str | None) -> list[Path]:

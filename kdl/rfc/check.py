@@ -2,15 +2,17 @@
 
 One problem per line, ``FILE:LINE: what``. Problems:
 
+* anything Discourse would post raw or refuse: an HTML comment, a post over
+  32,000 characters;
 * placeholders (TODO, TBD, XXX, FIXME, unformatted ``{name}``, a leaked
-  Python ``None``);
-* a number in the prose without a source marker, a marker that does not
-  resolve, or a figure that differs from its source;
+  Python ``None``, an unfilled ``{{slot}}``);
+* a figure the sidecar (``<post>.sources.json``) does not trace, or one whose
+  source now gives another value, or that is not where the sidecar says;
 * a quoted block that no longer matches what it quotes;
 * a link to ``#anchor`` that no heading provides;
 * broken Markdown (an unclosed code fence or ``[details]``, a table row with
-  the wrong number of cells);
-* a post far outside the length of a Discourse RFC (prose words).
+  the wrong number of cells), more than two tables;
+* prose outside the length of a Discourse RFC.
 """
 
 from __future__ import annotations
@@ -18,11 +20,16 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from kdl.rfc.figures import FIGURE_RE, QUOTE_RE, Resolver, SourceError, matches
+from kdl.rfc.figures import Resolver, SourceError
+from kdl.rfc.template import Figure, Quote, evaluate, read_sidecar
 
-#: Prose words (outside code, tables and comments) a post may have.
-MIN_WORDS = 500
-MAX_WORDS = 1600
+#: Prose words (outside code and tables) each post may have; others get
+#: DEFAULT_WORDS. The RFC is read to the end; the vocabulary post is shorter.
+WORDS = {"ranked-selection": (600, 900), "metadata-vocabulary": (250, 600)}
+DEFAULT_WORDS = (250, 900)
+#: Discourse's default maximum post length, in characters.
+MAX_CHARS = 32_000
+MAX_TABLES = 2
 
 _PLACEHOLDER = re.compile(
     r"\b(TODO|TBD|XXX|FIXME)\b|\{[a-z_][a-z0-9_]*\}|<(?:placeholder|insert)[^>]*>"
@@ -42,7 +49,9 @@ _EXEMPT = re.compile(
     r"|\b\d{4}-\d{2}(?:-\d{2})?\b"
     r"|\b\d+\.\d+\.\d+\b"
     r"|\b(?:LLVM|CUDA|ROCm|GCC|Clang|C\+\+|[Vv]ersions?|v)\s?\d+(?:\.\d+)*"
-    r"|^\s*\d+\.\s",
+    r"|^\s*\d+\.\s"
+    r"|\bcompute capability \d+\.\d+"
+    r"|\b\d+% CI\b",
     re.MULTILINE,
 )
 _NUMBER = re.compile(r"(?<![\w\-./])\d+(?:\.\d+)?(?!\w|\.\d)")
@@ -81,7 +90,17 @@ def prose_words(text: str) -> int:
     return len(re.findall(r"[A-Za-z0-9][\w'\u2019-]*", "\n".join(lines)))
 
 
-def check_text(text: str, name: str, resolver: Resolver) -> list[str]:
+def _offset(lines: list[str], line: int, col: int) -> int:
+    return sum(len(ln) + 1 for ln in lines[: line - 1]) + col
+
+
+def check_text(
+    text: str,
+    name: str,
+    resolver: Resolver,
+    figures: list[Figure],
+    quotes: list[Quote],
+) -> list[str]:
     """Every problem of one post, as ``NAME:LINE: what`` lines."""
     problems: list[str] = []
 
@@ -90,31 +109,55 @@ def check_text(text: str, name: str, resolver: Resolver) -> list[str]:
 
     if not text.startswith("# "):
         problem(0, "the post must start with its title as '# ...'")
-
-    # Placeholders, anywhere except inside source markers.
-    scan = text
+    if len(text) > MAX_CHARS:
+        problem(0, f"{len(text)} characters; Discourse takes at most {MAX_CHARS}")
     for m in _COMMENT.finditer(text):
-        scan = _blank(scan, m.start(), m.end())
-    for m in _PLACEHOLDER.finditer(scan):
-        problem(m.start(), f"placeholder {m.group(0)!r}")
-    for m in QUOTE_RE.finditer(text):
-        scan = _blank(scan, m.start(), m.end())
-    for m in _LEAKED_NONE.finditer(scan):
-        problem(m.start(), "placeholder 'None'")
+        problem(m.start(), "an HTML comment (Discourse would post it raw)")
+    lines = text.split("\n")
+    masked = text
 
     # Quoted blocks must still equal what they quote (checked first: a quote
-    # may hold a code fence).
-    masked = text
-    for m in QUOTE_RE.finditer(text):
-        ref = m.group("ref")
+    # may hold a code fence or a table).
+    for q in quotes:
+        start = _offset(lines, q.start, 0)
+        end = _offset(lines, q.end + 1, 0) - 1
         try:
-            expected = resolver.quote(ref)
+            expected = resolver.quote(q.ref)
         except (SourceError, OSError, ValueError, KeyError, IndexError) as exc:
-            problem(m.start(), f"quote {ref}: does not resolve ({exc})")
+            problem(start, f"quote {q.ref}: does not resolve ({exc})")
         else:
-            if m.group("body").rstrip("\n") != expected.rstrip("\n"):
-                problem(m.start(), f"quote {ref}: differs from its source")
-        masked = _blank(masked, m.start(), m.end())
+            if text[start:end].rstrip("\n") != expected.rstrip("\n"):
+                problem(start, f"quote {q.ref}: differs from its source")
+        masked = _blank(masked, start, end)
+
+    # Figures: where the sidecar says, and what their sources give now.
+    for f in figures:
+        start = _offset(lines, f.line, f.col)
+        shown = text[start : start + len(f.text)]
+        if shown != f.text:
+            problem(
+                start, f"expected {f.text!r} here ({f.expr}); the post has {shown!r}"
+            )
+            continue
+        try:
+            again, _ = evaluate(f.expr, f.format, resolver)
+        except SourceError as exc:
+            problem(start, f"source does not resolve: {exc}")
+        else:
+            if again != f.text:
+                problem(
+                    start,
+                    f"figure {f.text!r}: its source now gives {again!r} ({f.expr})",
+                )
+        masked = _blank(masked, start, start + len(f.text))
+
+    # Placeholders, outside figures and quotes.
+    for m in _PLACEHOLDER.finditer(masked):
+        problem(m.start(), f"placeholder {m.group(0)!r}")
+    for m in re.finditer(r"\{\{.*?\}\}", masked):
+        problem(m.start(), f"unfilled slot {m.group(0)!r}")
+    for m in _LEAKED_NONE.finditer(masked):
+        problem(m.start(), "placeholder 'None'")
 
     # Structure: fences, details, tables.
     for m in _FENCE.finditer(masked):
@@ -125,27 +168,9 @@ def check_text(text: str, name: str, resolver: Resolver) -> list[str]:
     closes = len(re.findall(r"^\[/details\]", masked, re.MULTILINE))
     if opens != closes:
         problem(0, f"[details] opened {opens} times, closed {closes} times")
-    _check_tables(masked, problem)
-
-    # Sourced figures.
-    for m in FIGURE_RE.finditer(masked):
-        ref = m.group("ref")
-        try:
-            value = resolver.value(ref)
-            scale = resolver.scale_ns(ref)
-        except SourceError as exc:
-            problem(m.start(), f"source does not resolve: {exc}")
-        else:
-            why = matches(m.group("num"), m.group("unit"), value, scale)
-            if why:
-                problem(
-                    m.start(), f"figure {m.group(0).split('<')[0]!r}: {why} ({ref})"
-                )
-        masked = _blank(masked, m.start(), m.end())
-    for m in _COMMENT.finditer(masked):
-        if "src:" in m.group(0):
-            problem(m.start(), "source marker without a number right before it")
-        masked = _blank(masked, m.start(), m.end())
+    tables = _check_tables(text, problem)
+    if tables > MAX_TABLES:
+        problem(0, f"{tables} tables; a post keeps at most {MAX_TABLES}")
 
     # Internal links.
     anchors = {slug(h.group(2)) for h in _HEADING.finditer(masked)}
@@ -160,37 +185,39 @@ def check_text(text: str, name: str, resolver: Resolver) -> list[str]:
         for m in pattern.finditer(masked):
             masked = _blank(masked, m.start(), m.end())
     for m in _NUMBER.finditer(masked):
-        problem(m.start(), f"number {m.group(0)} has no source marker")
+        problem(m.start(), f"number {m.group(0)} is not a traced figure")
 
+    low, high = WORDS.get(Path(name).stem, DEFAULT_WORDS)
     words = prose_words(text)
-    if words < MIN_WORDS or words > MAX_WORDS:
-        problem(
-            0, f"{words} words of prose; a Discourse RFC has {MIN_WORDS}-{MAX_WORDS}"
-        )
+    if words < low or words > high:
+        problem(0, f"{words} words of prose; this post has {low}-{high}")
     return problems
 
 
-def _check_tables(masked: str, problem: object) -> None:
+def _check_tables(text: str, problem: object) -> int:
+    """Check each table's rows; return how many tables *text* has."""
     report = problem  # typed loosely: a closure from check_text
-    lines = masked.splitlines(keepends=True)
     offset = 0
     width: int | None = None
-    for line in lines:
+    tables = 0
+    for line in text.splitlines(keepends=True):
         stripped = line.strip()
         if stripped.startswith("|") and stripped.endswith("|"):
             cells = len(re.findall(r"(?<!\\)\|", stripped)) - 1
             if width is None:
                 width = cells
+                tables += 1
             elif cells != width:
                 report(offset, f"table row has {cells} cells, the header {width}")  # type: ignore[operator]
         else:
             width = None
         offset += len(line)
+    return tables
 
 
 def check_files(files: list[Path], root: Path) -> list[str]:
-    """Check each draft; problems name files relative to *root* if possible."""
-    from kdl.rfc.markdown import QUOTE_RENDERERS
+    """Check each draft against its sidecar; problems name files relative to *root*."""
+    from kdl.rfc.quotes import QUOTE_RENDERERS
 
     resolver = Resolver(root, QUOTE_RENDERERS)
     problems: list[str] = []
@@ -199,5 +226,10 @@ def check_files(files: list[Path], root: Path) -> list[str]:
             name = path.resolve().relative_to(root).as_posix()
         except ValueError:
             name = str(path)
-        problems += check_text(path.read_text(), name, resolver)
+        try:
+            figures, quotes = read_sidecar(path)
+        except SourceError as exc:
+            problems.append(f"{name}:1: {exc}")
+            continue
+        problems += check_text(path.read_text(), name, resolver, figures, quotes)
     return problems

@@ -1,4 +1,4 @@
-"""Upstream facts the posts cite: PR history, code owners, other systems.
+"""Upstream pull requests the posts cite, with their state as read.
 
 Each fact was read from the upstream thread or file named next to it (see
 /work/shared/research/upstream-llvm.md and selection-semantics.md, and the
@@ -87,6 +87,13 @@ HISTORY: tuple[PullRequest, ...] = (
         "follow-up",
     ),
     PullRequest(
+        167580,
+        None,
+        "merged",
+        "its review records that OpenMP's wrapping of OffloadBinary images is "
+        "'only for llvm-objdump' (the runtime does not read the keys)",
+    ),
+    PullRequest(
         197456,
         "[Offload] Make 'llvm-offload-binary' use multi-binaries",
         "merged",
@@ -99,6 +106,13 @@ HISTORY: tuple[PullRequest, ...] = (
         "merged",
         "adds `areTargetsEquivalent` and makes `areTargetsCompatible` ask "
         "whether a provided target serves a requested one",
+    ),
+    PullRequest(
+        221947,
+        None,
+        "open",
+        "libomptarget initializes devices and loads binaries through liboffload "
+        "(with #221733-#221735)",
     ),
     PullRequest(
         222774,
@@ -122,127 +136,3 @@ def pr(number: int) -> PullRequest:
         if item.number == number:
             return item
     raise KeyError(number)
-
-
-@dataclass(frozen=True)
-class Owner:
-    github: str
-    area: str
-    source: str  # file and commit the role was read from
-
-
-OFFLOAD_MAINTAINERS = (
-    "offload/Maintainers.md at llvm/llvm-project "
-    "a8eb93652e7c07b81b74b91bcd4a8143ba8c952c"
-)
-LLVM_MAINTAINERS = (
-    "llvm/Maintainers.md at llvm/llvm-project 00cedd1e630ef9190fd64db47f34ba649fc76ead"
-)
-
-#: Who to CC. Maintainers come from the Maintainers files; the rest wrote the
-#: upstream changes this work builds on (authors as shown on the PR threads).
-OWNERS: tuple[Owner, ...] = (
-    Owner("jhuber6", "offload maintainer", OFFLOAD_MAINTAINERS),
-    Owner("jdoerfert", "offload maintainer", OFFLOAD_MAINTAINERS),
-    Owner("jh7370", "binary utilities maintainer", LLVM_MAINTAINERS),
-    Owner("MaskRay", "binary utilities maintainer", LLVM_MAINTAINERS),
-    Owner("Artem-B", "NVPTX backend maintainer", LLVM_MAINTAINERS),
-    Owner("arsenm", "AMDGPU backend maintainer", LLVM_MAINTAINERS),
-    Owner("YuriPlyakhin", "author of #169425, OffloadBinary v2", "PR #169425"),
-    Owner("adurang", "author of #185663 and #186088", "PRs #185663, #186088"),
-)
-
-
-@dataclass(frozen=True)
-class System:
-    name: str
-    filters: str
-    ranks: str
-    explains: str
-    source: str  # a link a reader can check
-
-
-#: How other systems choose among several device images
-#: (/work/shared/research/selection-semantics.md).
-SYSTEMS: tuple[System, ...] = (
-    System(
-        "CUDA driver",
-        "a cubin for sm_XY runs on X.Z with Z >= Y, never across a major; "
-        "`sm_XYa` only on exactly X.Y; `sm_XYf` on the same major with equal "
-        "or higher minor; PTX is JIT-compiled on any newer device",
-        "prefers matching machine code, falls back to PTX "
-        "(`CU_JIT_FALLBACK_STRATEGY`, `CUDA_FORCE_PTX_JIT`)",
-        "no: `CUDA_ERROR_NO_BINARY_FOR_GPU` without saying what was there",
-        "https://docs.nvidia.com/cuda/blackwell-compatibility-guide/",
-    ),
-    System(
-        "HIP (ROCm CLR)",
-        "target ID `processor(:feature(+|-))*`; a feature left out means "
-        "either setting; generic processors carry a version",
-        "fixed tiers: native ISA, then generic family, then SPIR-V; the first "
-        "entry wins within a tier",
-        "log lines, and 'No compatible code objects found for: ... Available: [...]'",
-        "https://github.com/ROCm/clr (hipamd/src/hip_fatbin.cpp); "
-        "clang/docs/ClangOffloadBundler.rst; llvm/docs/AMDGPUUsage.rst",
-    ),
-    System(
-        "IREE HAL",
-        "target match plus an optional condition region per variant",
-        "op order: the first valid variant loads (ranking is listed as future work)",
-        "the AMDGPU driver reports a bit mask of mismatch reasons",
-        "https://github.com/iree-org/iree (HALOps.td; "
-        "runtime/src/iree/hal/drivers/amdgpu/util/target_id.c)",
-    ),
-    System(
-        "Function multi-versioning",
-        "CPU features present at run time",
-        "the highest-priority version whose features are present; "
-        "`default` as fallback; `priority=N` overrides",
-        "GCC can dump the resolver; nothing at run time",
-        "https://gcc.gnu.org/onlinedocs/gcc/Common-Function-Attributes.html",
-    ),
-    System(
-        "SYCL (DPC++)",
-        "compile target and device aspects",
-        "Level Zero prefers AOT images over SPIR-V; otherwise first match",
-        "Unified Runtime traces",
-        "https://github.com/intel/llvm (sycl/doc/design/OptionalDeviceFeatures.md)",
-    ),
-)
-
-
-@dataclass(frozen=True)
-class Capability:
-    name: str
-    answers: tuple[str, str, str, str, str]
-
-
-CAPABILITY_COLUMNS = (
-    "explicit priority",
-    "specific over generic",
-    "native over JIT IR",
-    "explains its choice",
-    "user override",
-)
-
-#: The summary table of selection-semantics.md, plus this proposal.
-CAPABILITIES: tuple[Capability, ...] = (
-    Capability("CUDA driver", ("no", "n/a", "yes", "no", "`CUDA_FORCE_PTX_JIT`")),
-    Capability(
-        "HIP (ROCm CLR)",
-        ("fixed tiers", "yes", "yes", "log lines", "`HIP_FORCE_SPIRV_CODEOBJECT`"),
-    ),
-    Capability("IREE HAL", ("op order", "no", "no", "AMDGPU reasons", "variant order")),
-    Capability(
-        "Function multi-versioning",
-        ("`priority=`", "yes", "n/a", "GCC dump", "`priority=`"),
-    ),
-    Capability(
-        "SYCL (DPC++)", ("fixed (Level Zero)", "no", "yes", "UR trace", "build targets")
-    ),
-    Capability("LLVM offload today", ("no", "no", "no", "debug line", "none")),
-    Capability(
-        "this proposal",
-        ("`variant_priority`", "yes", "yes", "reason per image", "`variant_tag`"),
-    ),
-)

@@ -1,12 +1,6 @@
-"""Figures with sources: how a post cites a number and how a checker finds it.
+"""References to measured values: ``FILE#SELECTOR``, resolved from the workspace.
 
-Every number a post takes from a result file is written followed by an HTML
-comment that names where it came from (Discourse does not render comments)::
-
-    1.42 us<!-- src: results/selection-bench.json#/cases/3/ranked/median_ns -->
-
-A reference is ``PATH#SELECTOR`` with PATH relative to the workspace root.
-Selectors:
+A reference names a value in a file under the workspace root. Selectors:
 
 ``/a/0/b``
     a JSON pointer (RFC 6901) into a JSON file;
@@ -17,16 +11,12 @@ Selectors:
 ``insertions``, ``deletions``, ``files``
     counted from the hunks of a ``.patch`` file.
 
-Quoted blocks (a table copied from a patch) are fenced by
-``<!-- quote: REF -->`` and ``<!-- /quote -->``; their text must equal what the
-reference produces again, and the numbers inside need no marker of their own.
+Templates name them in figure slots (:mod:`kdl.rfc.template`).
 """
 
 from __future__ import annotations
 
 import json
-import math
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,35 +24,12 @@ from typing import Any
 
 from kdl.errors import WorkspaceError
 
-MARKER = "<!-- src: {ref} -->"
-
-#: A sourced figure: the number (with an optional unit) right before a marker.
-FIGURE_RE = re.compile(
-    r"(?P<num>\d+(?:\.\d+)?)"
-    r"(?:\s?(?P<unit>ns|us|\u00b5s|ms|s|x|\u00d7))?"
-    r"<!-- src: (?P<ref>[^<>]*?) -->"
-)
-QUOTE_RE = re.compile(
-    r"<!-- quote: (?P<ref>[^<>]*?) -->\n(?P<body>.*?)<!-- /quote -->", re.DOTALL
-)
-
 _UNIT_NS = {"ns": 1.0, "us": 1e3, "µs": 1e3, "ms": 1e6, "s": 1e9}
 _FIELD_UNIT = (("_ns", 1.0), ("_us", 1e3), ("_ms", 1e6), ("_s", 1e9))
 
 
 class SourceError(WorkspaceError):
     """A reference that does not resolve."""
-
-
-def cite(text: str, ref: str) -> str:
-    """Return *text* (a formatted number) followed by its source marker."""
-    return f"{text}{MARKER.format(ref=ref)}"
-
-
-def pointer(ref_file: str, *parts: str | int) -> str:
-    """Build ``FILE#/a/b`` with RFC 6901 escaping."""
-    escaped = [str(p).replace("~", "~0").replace("/", "~1") for p in parts]
-    return f"{ref_file}#/" + "/".join(escaped)
 
 
 def _walk(doc: Any, ptr: str, where: str) -> Any:
@@ -200,30 +167,3 @@ def field_scale_ns(ref: str) -> float | None:
         if last.endswith(suffix):
             return scale
     return None
-
-
-def matches(
-    shown: str, unit: str | None, value: Any, scale_ns: float | None
-) -> str | None:
-    """Why *shown* (as printed, with *unit*) is not *value*; None if it is.
-
-    *scale_ns* is the source's time unit in nanoseconds (None: not a time).
-    The printed number may be rounded: it must lie within half a unit of its
-    last printed digit of the source value (after converting time units).
-    """
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return f"source is not a number ({value!r})"
-    decimals = len(shown.partition(".")[2])
-    half_ulp = 0.5 * 10.0**-decimals
-    number = float(shown)
-    if unit in _UNIT_NS:
-        if scale_ns is None:
-            return f"shows a time ({unit}) but the source has no time unit"
-        expected = value * scale_ns / _UNIT_NS[unit]
-    else:
-        expected = float(value)
-    if not math.isfinite(expected):
-        return f"source value is {value!r}"
-    if abs(number - expected) <= half_ulp * (1 + 1e-9):
-        return None
-    return f"shows {shown}{' ' + unit if unit else ''}, source has {expected:.6g}"

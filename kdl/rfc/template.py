@@ -1,0 +1,244 @@
+"""Posts from Markdown templates with figure slots, and their source sidecar.
+
+A post is written by hand as ``rfc/templates/<name>.md``; every figure in it
+is a slot that names where the number comes from::
+
+    ran in {{results/gpu/gpu-results.json#/gemm/kernel/sm_90a/median | ms}}
+
+A slot is ``{{EXPR | FORMAT}}``. EXPR is a reference (``FILE#SELECTOR``, see
+:mod:`kdl.rfc.figures`), or two joined by `` / `` (a ratio) or `` - `` (a
+difference), which the post must call computed. FORMAT is
+
+``ns``, ``us``, ``ms``, ``s``
+    a duration in that unit, three significant digits; the source's unit comes
+    from its field name or a ``unit`` key beside it, or is given as
+    ``ms src=us``;
+``x``
+    a ratio (``2.39x``);
+``n``
+    an integer count;
+``text``
+    the source's text as it is.
+
+A line that is only ``{{quote REF}}`` becomes the block the quote renderer
+gives for REF (a table copied from a patch).
+
+Rendering writes the post with the values in place (no markers: Discourse
+posts them raw) and a sidecar, ``<name>.sources.json``, that lists each
+figure and quote with its line, column and expression. ``kdl rfc --check``
+reads the sidecar, renders every expression again from the files, and
+requires the post to show exactly that text there.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from kdl.rfc.figures import _UNIT_NS, Resolver, SourceError
+
+SLOT = re.compile(r"\{\{\s*(?P<body>.*?)\s*\}\}")
+QUOTE_LINE = re.compile(r"^\{\{\s*quote\s+(?P<ref>\S+)\s*\}\}$")
+OPERATORS = (" / ", " - ")
+FORMATS = ("ns", "us", "ms", "s", "x", "n", "text")
+
+
+@dataclass
+class Figure:
+    line: int  # 1-based, in the post
+    col: int  # 0-based offset in that line
+    text: str  # as the post shows it
+    expr: str
+    format: str
+    computed: bool
+
+
+@dataclass
+class Quote:
+    start: int  # first line of the block, 1-based
+    end: int  # last line, inclusive
+    ref: str
+
+
+@dataclass
+class Rendered:
+    text: str
+    figures: list[Figure]
+    quotes: list[Quote]
+
+    def sidecar(self, post: str, template: str) -> dict[str, Any]:
+        return {
+            "post": post,
+            "template": template,
+            "figures": [asdict(f) for f in self.figures],
+            "quotes": [asdict(q) for q in self.quotes],
+        }
+
+
+def _sig(value: float, digits: int = 3) -> str:
+    """*value* with about *digits* significant digits, no exponent."""
+    if value == 0:
+        return "0"
+    if abs(value) < 1:
+        return f"{value:.{digits}f}"
+    magnitude = len(str(int(abs(value))))
+    return f"{value:.{max(0, digits - magnitude)}f}"
+
+
+def _number(value: Any, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise SourceError(f"{what}: not a number ({value!r})")
+    return float(value)
+
+
+def evaluate(expr: str, fmt: str, resolver: Resolver) -> tuple[str, bool]:
+    """The text a slot shows, and whether it is computed from two sources."""
+    display, _, option = fmt.partition(" ")
+    if display not in FORMATS:
+        raise SourceError(f"{expr}: unknown format {display!r} ({', '.join(FORMATS)})")
+    source_unit = option.removeprefix("src=") if option.startswith("src=") else None
+    if option and source_unit not in _UNIT_NS:
+        raise SourceError(f"{expr}: unknown option {option!r} (src=ns|us|ms|s)")
+
+    def scale(ref: str) -> float | None:
+        return _UNIT_NS[source_unit] if source_unit else resolver.scale_ns(ref)
+
+    operator = next((op for op in OPERATORS if op in expr), None)
+    if operator:
+        left, right = (part.strip() for part in expr.split(operator, 1))
+        a = _number(resolver.value(left), left)
+        b = _number(resolver.value(right), right)
+        if operator == " / ":
+            if b == 0:
+                raise SourceError(f"{expr}: division by zero")
+            value, unit_ns = a / b, None
+            if scale(left) != scale(right):
+                raise SourceError(f"{expr}: the two sides have different units")
+        else:
+            if scale(left) != scale(right):
+                raise SourceError(f"{expr}: the two sides have different units")
+            value, unit_ns = a - b, scale(left)
+    else:
+        raw = resolver.value(expr)
+        if display == "text":
+            if isinstance(raw, dict | list) or raw is None:
+                raise SourceError(f"{expr}: not a text ({type(raw).__name__})")
+            return str(raw), False
+        value, unit_ns = _number(raw, expr), scale(expr)
+
+    if display == "text":
+        raise SourceError(f"{expr}: a computed value cannot be shown as text")
+    if display == "x":
+        decimals = 2 if value < 10 else 1 if value < 100 else 0
+        return f"{value:.{decimals}f}x", bool(operator)
+    if display == "n":
+        if value != int(value):
+            raise SourceError(f"{expr}: {value} is not a count")
+        return str(int(value)), bool(operator)
+    if unit_ns is None:
+        raise SourceError(
+            f"{expr}: shown as {display} but the source has no time unit "
+            f"(write '| {display} src=UNIT')"
+        )
+    return f"{_sig(value * unit_ns / _UNIT_NS[display])} {display}", bool(operator)
+
+
+_BLOCK_START = re.compile(r"^(#|\||\{\{\s*quote\b|[-*] |\d+\. |```|\[/?details)")
+
+
+def unwrap(template: str) -> list[tuple[int, str]]:
+    """Join each paragraph and list item onto one line, as Discourse wants.
+
+    Discourse turns a single newline into a line break, so a paragraph the
+    template wraps at 80 columns is posted as one line. Headings, tables,
+    fences and quote slots are kept as they are. Each line comes with the
+    template line it starts on.
+    """
+    out: list[tuple[int, str]] = []
+    fenced = False
+    joinable = False
+    for lineno, line in enumerate(template.splitlines(), 1):
+        stripped = line.strip()
+        if stripped.startswith("```"):
+            fenced = not fenced
+            out.append((lineno, line))
+            joinable = False
+            continue
+        if fenced or not stripped:
+            out.append((lineno, line))
+            joinable = False
+            continue
+        if joinable and not _BLOCK_START.match(stripped):
+            start, text = out[-1]
+            out[-1] = (start, f"{text} {stripped}")
+            continue
+        out.append((lineno, line))
+        joinable = not stripped.startswith(("#", "|", "{{"))
+    return out
+
+
+def _source_line(template: str, first: int, needle: str) -> int:
+    """The template line, from *first* on, where *needle* (a slot) starts."""
+    for lineno, line in enumerate(template.splitlines()[first - 1 :], first):
+        if needle.split(maxsplit=1)[0] in line:
+            return lineno
+    return first
+
+
+def render(template: str, resolver: Resolver, where: str) -> Rendered:
+    """Fill every slot of *template*; errors name ``WHERE:LINE``."""
+    out: list[str] = []
+    figures: list[Figure] = []
+    quotes: list[Quote] = []
+    for lineno, line in unwrap(template):
+        quote = QUOTE_LINE.match(line.strip())
+        if quote:
+            try:
+                block = resolver.quote(quote["ref"]).rstrip("\n").splitlines()
+            except (SourceError, OSError, ValueError, KeyError, IndexError) as exc:
+                raise SourceError(f"{where}:{lineno}: {exc}") from None
+            quotes.append(Quote(len(out) + 1, len(out) + len(block), quote["ref"]))
+            out += block
+            continue
+        text = ""
+        last = 0
+        for m in SLOT.finditer(line):
+            text += line[last : m.start()]
+            expr, _, fmt = (p.strip() for p in m["body"].rpartition("|"))
+            if not expr:
+                expr, fmt = fmt, "text"
+            try:
+                shown, computed = evaluate(expr, fmt, resolver)
+            except SourceError as exc:
+                at = _source_line(template, lineno, m.group(0))
+                raise SourceError(f"{where}:{at}: {exc}") from None
+            figures.append(Figure(len(out) + 1, len(text), shown, expr, fmt, computed))
+            text += shown
+            last = m.end()
+        text += line[last:]
+        if "{{" in text or "}}" in text:
+            at = _source_line(template, lineno, "{{" if "{{" in text else "}}")
+            raise SourceError(f"{where}:{at}: an unclosed or empty slot")
+        out.append(text)
+    return Rendered("\n".join(out) + "\n", figures, quotes)
+
+
+def sidecar_path(post: Path) -> Path:
+    return post.with_suffix(".sources.json")
+
+
+def read_sidecar(post: Path) -> tuple[list[Figure], list[Quote]]:
+    path = sidecar_path(post)
+    try:
+        doc = json.loads(path.read_text())
+        return (
+            [Figure(**f) for f in doc["figures"]],
+            [Quote(**q) for q in doc["quotes"]],
+        )
+    except OSError:
+        raise SourceError(f"{path}: no sidecar (run 'kdl rfc' to draft)") from None
+    except (ValueError, KeyError, TypeError) as exc:
+        raise SourceError(f"{path}: not a sources sidecar ({exc})") from None
