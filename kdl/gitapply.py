@@ -1,9 +1,12 @@
 """``kdl apply``: put the series on a branch of an llvm-project checkout.
 
 All or nothing. Every patch becomes one commit (``git am -3``: subject,
-body and authorship kept). A patch that does not apply, an error, or Ctrl-C
-undoes the whole run: ``git am --abort``, the branch back where it was (or
-deleted, if this run created it) and the original HEAD checked out again.
+body and date kept), authored by the checkout's git user (``git var
+GIT_AUTHOR_IDENT``): LLVM takes commits under the contributor's own public
+address, so a GitHub noreply address gets a warning. A patch that does not
+apply, an error, or Ctrl-C undoes the whole run: ``git am --abort``, the
+branch back where it was (or deleted, if this run created it) and the
+original HEAD checked out again.
 The first Ctrl-C lets the running git step finish and then rolls back; a
 second one stops at once and prints the commands that finish the job.
 
@@ -15,6 +18,8 @@ such a branch applies only what is missing and changes nothing otherwise.
 
 from __future__ import annotations
 
+import re
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -154,6 +159,29 @@ def _plan(co: Checkout, series: Series, branch: str, base: str | None) -> _Plan:
     return plan
 
 
+_FROM = re.compile(r"^From: .*$", re.MULTILINE)
+_IDENT = re.compile(r"^(?P<who>.*<[^<>]*>) \d+ [+-]\d{4}$")
+#: Addresses LLVM's email check (llvm/.github) asks contributors to replace.
+NOREPLY = re.compile(r"@users\.noreply\.github\.com>$|noreply", re.IGNORECASE)
+
+
+def author_ident(co: Checkout) -> str:
+    """``Name <email>`` of the checkout's git user, the author of applied commits."""
+    out = co.run("var", "GIT_AUTHOR_IDENT").strip()
+    m = _IDENT.match(out)
+    if not m:
+        raise GitError(f"{co.root}: git var GIT_AUTHOR_IDENT gave {out!r}")
+    return m["who"]
+
+
+def as_authored_by(patch_text: str, who: str) -> str:
+    """*patch_text* with the From: header of its mail replaced by *who*."""
+    head, sep, rest = patch_text.partition("\n\n")
+    if not _FROM.search(head):
+        return patch_text
+    return _FROM.sub(lambda _: f"From: {who}", head, count=1) + sep + rest
+
+
 def _execute(
     co: Checkout, plan: _Plan, series: Series, keep_conflicts: bool
 ) -> tuple[int, int]:
@@ -161,7 +189,18 @@ def _execute(
     run = Undo(co, plan.start, plan.branch)
     applied = in_base = 0
     conflict: tuple[PatchInfo, list[str], str] | None = None
-    with deferred_sigint() as interrupted:
+    who = author_ident(co)
+    if NOREPLY.search(who):
+        print(
+            f"warning: commits are authored by {who}; LLVM asks for a public "
+            "address (set user.email in the checkout)",
+            flush=True,
+        )
+    with (
+        deferred_sigint() as interrupted,
+        tempfile.TemporaryDirectory(prefix="kdl-am-") as scratch,
+    ):
+        mails = Path(scratch)
         run.record()
         try:
             if run.created:
@@ -178,7 +217,11 @@ def _execute(
                 if interrupted():
                     break
                 before = co.head()
-                status, out, err = co.attempt(*AM_ARGS, str(info.patch.path))
+                mail = mails / info.patch.path.name
+                mail.write_text(
+                    as_authored_by(info.patch.path.read_text(errors="replace"), who)
+                )
+                status, out, err = co.attempt(*AM_ARGS, str(mail))
                 if interrupted():
                     break
                 if status != 0:

@@ -37,6 +37,8 @@ REAL_FILES = {
 OFFLOAD_BINARY = "llvm/include/llvm/Object/OffloadBinary.h"
 OFFLOAD_API = "offload/include/OffloadAPI.h"
 
+#: The git user of the isolated test environment: the author of applied commits.
+USER = "Kdl Tester <tester@example.org>"
 #: The stable dates every commit gets (``git am`` keeps the patch's author date).
 DATE = "2026-01-02T03:04:05+00:00"
 
@@ -128,7 +130,7 @@ class Edit:
     subject: str
     body: str
     changes: dict[str, Change]
-    author: str = "Jane Developer <jane@example.org>"
+    author: str = USER
 
 
 def default_edits() -> list[Edit]:
@@ -173,7 +175,6 @@ def default_edits() -> list[Edit]:
                     "#define LLVM_OBJECT_OFFLOADMETADATA_H\n#endif\n"
                 ),
             },
-            author="Ranked Selector <ranker@example.org>",
         ),
         Edit(
             "[Offload] Load the best-ranked image",

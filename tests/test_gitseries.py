@@ -18,6 +18,7 @@ from kdl.series import load
 from tests.llvm_tree import (
     OFFLOAD_API,
     OFFLOAD_BINARY,
+    USER,
     Edit,
     SeriesDir,
     apply_argv,
@@ -97,7 +98,8 @@ def test_apply_makes_one_commit_per_patch(
     entries = [e.strip("\n").split("\x1f") for e in log.split("\x1e")[:-1]]
     edits = default_edits()
     assert [e[1] for e in entries] == [e.subject for e in edits]
-    assert [e[0] for e in entries] == [e.author for e in edits]
+    # Authored by the checkout's user (see the noreply test for another one).
+    assert {e[0] for e in entries} == {USER}
     assert entries[0][2].strip() == edits[0].body
     assert git(llvm, "config", f"branch.{BRANCH}.kdlBase").strip() == series.base
     assert git(llvm, "config", f"branch.{BRANCH}.kdlBaseRef").strip() == "main"
@@ -409,6 +411,20 @@ def test_conflict_returns_to_a_detached_head(
     assert f"nothing changed: {BRANCH} was removed, {head} is checked out again" in err
     assert git(llvm, "rev-parse", "HEAD").strip() == head
     assert git(llvm, "symbolic-ref", "-q", "HEAD", check=False) == ""
+
+
+def test_a_noreply_author_is_warned_about(
+    capsys: pytest.CaptureFixture[str],
+    llvm: Path,
+    series: SeriesDir,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("GIT_AUTHOR_EMAIL", "1234+jd@users.noreply.github.com")
+    status, out, err = apply(capsys, llvm, series)
+    assert status == 0, err
+    assert "warning: commits are authored by Kdl Tester <1234+jd@users" in out
+    author = git(llvm, "log", "-1", "--format=%ae").strip()
+    assert author == "1234+jd@users.noreply.github.com"
 
 
 def test_unknown_identity_is_refused(
@@ -967,8 +983,8 @@ def test_the_real_series_round_trips(
         f"{branch}~{len(original.patches)}..{branch}",
     )
     assert [e.strip("\n").split("\x1f") for e in log.split("\x1e")[:-1]] == [
-        [p.subject, p.author] for p in original.patches
-    ]  # [Object][Offload] tags and authorship survive git am
+        [p.subject, USER] for p in original.patches
+    ]  # [Object][Offload] tags survive git am; the user authors the commits
     doc = json.loads(kdl(capsys, "status", *args, "--json")[1])
     assert [p["state"] for p in doc["patches"]] == ["applied"] * len(original.patches)
     tree = git(repo, "rev-parse", "HEAD^{tree}")
@@ -980,7 +996,7 @@ def test_the_real_series_round_trips(
     for new, old in zip(exported.patches, original.patches, strict=True):
         assert (new.subject, new.author, new.body()) == (
             old.subject,
-            old.author,
+            USER,
             old.body(),
         )
         assert new.files == old.files
