@@ -148,6 +148,24 @@ def build_parser() -> argparse.ArgumentParser:
     _llvm_arg(p)
     p.add_argument("--series", type=Path, metavar="FILE", help="patches/series")
 
+    p = add(
+        "pr",
+        "pr:cmd_pr",
+        "push the applied series as stacked GitHub pull requests (dry run by default)",
+    )
+    _llvm_arg(p)
+    p.add_argument("--series", type=Path, metavar="FILE", help="patches/series")
+    p.add_argument(
+        "--login", metavar="LOGIN", help="GitHub login for users/LOGIN/ (asked)"
+    )
+    p.add_argument("--topic", metavar="NAME", help="branch topic (the series name)")
+    p.add_argument(
+        "--remote", default="origin", metavar="NAME", help="where to push [origin]"
+    )
+    p.add_argument("--repo", default="llvm/llvm-project", metavar="OWNER/NAME")
+    p.add_argument("--api", default="https://api.github.com", metavar="URL")
+    p.add_argument("--post", action="store_true", help="really push and send")
+
     # --- Build and test --------------------------------------------------------
     p = add(
         "build",

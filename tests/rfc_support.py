@@ -102,6 +102,7 @@ def _handler(state: Loopback) -> type[BaseHTTPRequestHandler]:
 
         do_GET = _answer  # noqa: N815
         do_POST = _answer  # noqa: N815
+        do_PATCH = _answer  # noqa: N815
 
         def log_message(self, format: str, *args: Any) -> None:  # quiet
             return

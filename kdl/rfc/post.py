@@ -11,27 +11,22 @@ times; any other 4xx is one line with Discourse's ``errors``.
 
 from __future__ import annotations
 
-import email.utils
 import json
 import logging
 import os
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import requests
-
 from kdl.errors import UsageError, WorkspaceError
+from kdl.http import REDACTED, Api
 
 log = logging.getLogger("kdl")
 
 ENV_KEY = "DISCOURSE_API_KEY"
 ENV_USER = "DISCOURSE_API_USERNAME"
 ENV_URL = "DISCOURSE_URL"
-REDACTED = "<redacted>"
 
 
 @dataclass(frozen=True)
@@ -76,37 +71,6 @@ def describe(
     return "\n".join(lines)
 
 
-def _retry_after(value: str | None, now: Callable[[], datetime]) -> float | None:
-    """Seconds to wait from a ``Retry-After`` header (seconds or HTTP date)."""
-    if not value:
-        return None
-    value = value.strip()
-    if value.isdigit():
-        return float(value)
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max(0.0, (when - now()).total_seconds())
-
-
-def _errors(response: requests.Response) -> str:
-    try:
-        data = response.json()
-    except ValueError:
-        text = " ".join(response.text.split())
-        return text[:200] or response.reason or "no details"
-    if isinstance(data, dict):
-        errors = data.get("errors")
-        if isinstance(errors, list) and errors:
-            return "; ".join(str(e) for e in errors)
-        if data.get("error_type"):
-            return str(data["error_type"])
-    return json.dumps(data)[:200]
-
-
 class Client:
     """A minimal Discourse client: one call, with bounded retries."""
 
@@ -115,76 +79,23 @@ class Client:
         base_url: str,
         api_key: str,
         username: str,
-        *,
-        session: requests.Session | None = None,
-        attempts: int = 5,
-        backoff: float = 1.0,
-        max_delay: float = 60.0,
-        timeout: float = 30.0,
-        sleep: Callable[[float], None] = time.sleep,
-        now: Callable[[], datetime] = lambda: datetime.now(UTC),
+        **options: Any,
     ) -> None:
-        if attempts < 1:
-            raise ValueError("attempts must be at least 1")
         self.url = endpoint(base_url)
-        self._key = api_key
-        self._user = username
-        self._session = session or requests.Session()
-        self._attempts = attempts
-        self._backoff = backoff
-        self._max_delay = max_delay
-        self._timeout = timeout
-        self._sleep = sleep
-        self._now = now
-
-    def _clean(self, text: str) -> str:
-        """Never let the key through, even if a server echoes it."""
-        return text.replace(self._key, REDACTED) if self._key else text
+        self._api = Api(
+            base_url,
+            {"Api-Key": api_key, "Api-Username": username},
+            secret=api_key,
+            name="Discourse",
+            **options,
+        )
 
     def create_post(self, body: dict[str, Any]) -> dict[str, Any]:
         """POST *body*; return Discourse's JSON answer or raise WorkspaceError."""
-        headers = {
-            "Api-Key": self._key,
-            "Api-Username": self._user,
-            "Content-Type": "application/json",
-            "Accept": "application/json",
-        }
-        data = json.dumps(body, ensure_ascii=False).encode()
-        last = ""
-        for attempt in range(1, self._attempts + 1):
-            log.debug("POST %s (attempt %d of %d)", self.url, attempt, self._attempts)
-            delay: float | None = None
-            try:
-                response = self._session.post(
-                    self.url, data=data, headers=headers, timeout=self._timeout
-                )
-            except requests.RequestException as exc:
-                last = self._clean(f"{type(exc).__name__}: {exc}".splitlines()[0])
-                log.debug("%s", last)
-            else:
-                status = response.status_code
-                if 200 <= status < 300:
-                    try:
-                        answer: dict[str, Any] = response.json()
-                    except ValueError as exc:
-                        raise WorkspaceError(
-                            f"{self.url}: HTTP {status} but the answer is not JSON"
-                        ) from exc
-                    return answer
-                detail = self._clean(_errors(response))
-                if status != 429 and status < 500:
-                    raise WorkspaceError(f"{self.url}: HTTP {status}: {detail}")
-                last = f"HTTP {status}: {detail}"
-                delay = _retry_after(response.headers.get("Retry-After"), self._now)
-                log.info("Discourse answered %s; retrying", last)
-            if attempt == self._attempts:
-                break
-            if delay is None:
-                delay = self._backoff * 2 ** (attempt - 1)
-            self._sleep(min(delay, self._max_delay))
-        raise WorkspaceError(
-            f"{self.url}: gave up after {self._attempts} attempts: {last}"
-        )
+        answer = self._api.request("POST", "/posts.json", body)
+        if not isinstance(answer, dict):
+            raise WorkspaceError(f"{self.url}: the answer is not a JSON object")
+        return answer
 
 
 def cmd_post(

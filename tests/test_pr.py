@@ -1,0 +1,327 @@
+"""kdl pr: stacked pull requests, against a real git remote and a loopback API."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kdl.cli import main
+from kdl.pr import token_from
+from tests.llvm_tree import (
+    SeriesDir,
+    default_edits,
+    git,
+    isolated_git,  # noqa: F401  (autouse fixture)
+)
+from tests.rfc_support import Reply, isolate, loopback
+
+__all__ = ["loopback"]  # the fixture, used by name below
+
+TOKEN = "ghp_s3cr3t0123456789abcdefABCDEF012345"
+LOGIN = "jdev"
+TOPIC = "ranked"
+
+
+@pytest.fixture(autouse=True)
+def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    isolate(monkeypatch, tmp_path)
+
+
+@pytest.fixture
+def applied(
+    capsys: pytest.CaptureFixture[str], llvm: Path, series: SeriesDir, tmp_path: Path
+) -> tuple[Path, SeriesDir, Path]:
+    """The series applied on *llvm*, with an empty bare repository as origin."""
+    assert (
+        kdl(capsys, "apply", "--llvm", str(llvm), "--series", str(series.series))[0]
+        == 0
+    )
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    git(llvm, "remote", "add", "origin", str(remote))
+    return llvm, series, remote
+
+
+def kdl(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    status = main(list(argv))
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def pr(
+    capsys: pytest.CaptureFixture[str],
+    llvm: Path,
+    series: SeriesDir,
+    *extra: str,
+) -> tuple[int, str, str]:
+    return kdl(
+        capsys,
+        "pr",
+        "--llvm",
+        str(llvm),
+        "--series",
+        str(series.series),
+        "--login",
+        LOGIN,
+        "--topic",
+        TOPIC,
+        *extra,
+    )
+
+
+def created(number: int) -> Reply:
+    return Reply(
+        201,
+        {
+            "number": number,
+            "html_url": f"https://github.com/llvm/llvm-project/pull/{number}",
+        },
+    )
+
+
+def branches(n: int) -> list[str]:
+    return [f"users/{LOGIN}/{TOPIC}-{i}" for i in range(1, n + 1)]
+
+
+def test_dry_run_is_the_default_and_sends_nothing(
+    capsys: pytest.CaptureFixture[str],
+    applied: tuple[Path, SeriesDir, Path],
+    loopback: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    llvm, series, remote = applied
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    server = loopback()
+    status, out, err = pr(capsys, llvm, series, "--api", server.url)
+    assert status == 0, err
+    assert server.requests == []
+    assert git(remote, "for-each-ref") == ""  # nothing pushed
+    assert TOKEN not in out + err
+    assert "Authorization: Bearer <redacted>" in out
+    assert out.count(f"POST {server.url}/repos/llvm/llvm-project/pulls") == 3
+    assert "would run: git push --porcelain --force-with-lease origin" in out
+    assert not (series.dir / "prs.json").exists()
+
+
+def test_post_pushes_stacked_branches_and_creates_prs(
+    capsys: pytest.CaptureFixture[str],
+    applied: tuple[Path, SeriesDir, Path],
+    loopback: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    llvm, series, remote = applied
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    server = loopback(
+        Reply(200, []),
+        created(101),
+        Reply(200, []),
+        created(102),
+        Reply(200, []),
+        created(103),
+    )
+    status, out, err = pr(capsys, llvm, series, "--api", server.url, "--post")
+    assert status == 0, err
+    # The branches point at the applied commits, in order.
+    commits = git(llvm, "rev-list", "--reverse", "HEAD~3..HEAD").split()
+    for name, sha in zip(branches(3), commits, strict=True):
+        assert git(remote, "rev-parse", f"refs/heads/{name}").strip() == sha
+    posts = [r for r in server.requests if r.method == "POST"]
+    assert [p.json()["head"] for p in posts] == branches(3)
+    assert [p.json()["base"] for p in posts] == ["main", *branches(2)]
+    edits = default_edits()
+    assert [p.json()["title"] for p in posts] == [e.subject for e in edits]
+    assert edits[1].body in posts[1].json()["body"]
+    assert posts[0].json()["body"].strip() == edits[0].body
+    assert posts[1].json()["body"].endswith("Depends on #101\n")
+    assert posts[2].json()["body"].endswith("Depends on #102\n")
+    gets = [r for r in server.requests if r.method == "GET"]
+    assert gets[0].path == (
+        f"/repos/llvm/llvm-project/pulls?head=llvm%3Ausers%2F{LOGIN}%2F{TOPIC}-1"
+        "&state=open"
+    )
+    assert all(r.headers["Authorization"] == f"Bearer {TOKEN}" for r in server.requests)
+    assert TOKEN not in out + err
+    record = json.loads((series.dir / "prs.json").read_text())
+    assert [(p["branch"], p["number"]) for p in record["prs"]] == list(
+        zip(branches(3), [101, 102, 103], strict=True)
+    )
+    assert "created #103" in out
+
+
+def test_a_second_run_updates_the_recorded_prs(
+    capsys: pytest.CaptureFixture[str],
+    applied: tuple[Path, SeriesDir, Path],
+    loopback: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    llvm, series, remote = applied
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    first = loopback(
+        *[r for n in (101, 102, 103) for r in (Reply(200, []), created(n))]
+    )
+    assert pr(capsys, llvm, series, "--api", first.url, "--post")[0] == 0
+    # Amend the last commit: the push must move its branch, the PR be updated.
+    git(llvm, "commit", "-q", "--amend", "-m", "[Offload] A better subject")
+    second = loopback(created(101), created(102), created(103))
+    status, out, err = pr(capsys, llvm, series, "--api", second.url, "--post")
+    assert status == 0, err
+    assert [(r.method, r.path) for r in second.requests] == [
+        ("PATCH", f"/repos/llvm/llvm-project/pulls/{n}") for n in (101, 102, 103)
+    ]
+    assert second.requests[2].json()["title"] == "[Offload] A better subject"
+    head = git(llvm, "rev-parse", "HEAD").strip()
+    assert git(remote, "rev-parse", f"refs/heads/{branches(3)[2]}").strip() == head
+    assert out.count("updated #") == 3
+
+
+def test_an_open_pr_found_by_branch_is_updated_not_duplicated(
+    capsys: pytest.CaptureFixture[str],
+    applied: tuple[Path, SeriesDir, Path],
+    loopback: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    llvm, series, _ = applied
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    server = loopback(
+        Reply(200, [{"number": 77}]),
+        created(77),
+        Reply(200, []),
+        created(78),
+        Reply(200, []),
+        created(79),
+    )
+    assert pr(capsys, llvm, series, "--api", server.url, "--post")[0] == 0
+    assert [r.method for r in server.requests] == [
+        "GET",
+        "PATCH",
+        "GET",
+        "POST",
+        "GET",
+        "POST",
+    ]
+    assert server.requests[3].json()["body"].endswith("Depends on #77\n")
+
+
+def test_validation_error_is_one_line_and_keeps_what_was_made(
+    capsys: pytest.CaptureFixture[str],
+    applied: tuple[Path, SeriesDir, Path],
+    loopback: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    llvm, series, _ = applied
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    server = loopback(
+        Reply(200, []),
+        created(101),
+        Reply(200, []),
+        Reply(
+            422,
+            {
+                "message": "Validation Failed",
+                "errors": [
+                    {
+                        "resource": "PullRequest",
+                        "code": "custom",
+                        "message": "No commits between users/jdev/ranked-1 and "
+                        "users/jdev/ranked-2",
+                    }
+                ],
+            },
+        ),
+    )
+    status, out, err = pr(capsys, llvm, series, "--api", server.url, "--post")
+    assert status != 0
+    (line,) = err.strip().splitlines()
+    assert "HTTP 422: Validation Failed; No commits between" in line
+    assert "Traceback" not in err and TOKEN not in out + err
+    record = json.loads((series.dir / "prs.json").read_text())
+    assert [p["number"] for p in record["prs"]] == [101]
+
+
+def test_rate_limit_with_retry_after_is_waited_out(
+    capsys: pytest.CaptureFixture[str],
+    applied: tuple[Path, SeriesDir, Path],
+    loopback: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    llvm, series, _ = applied
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    limited = Reply(
+        403,
+        {"message": "You have exceeded a secondary rate limit."},
+        {"Retry-After": "0"},
+    )
+    server = loopback(
+        limited,
+        Reply(200, []),
+        created(101),
+        Reply(200, []),
+        limited,
+        created(102),
+        Reply(200, []),
+        created(103),
+    )
+    status, _, err = pr(capsys, llvm, series, "--api", server.url, "--post")
+    assert status == 0, err
+    assert len(server.requests) == 8
+
+
+def test_forbidden_without_rate_limit_is_not_retried(
+    capsys: pytest.CaptureFixture[str],
+    applied: tuple[Path, SeriesDir, Path],
+    loopback: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    llvm, series, _ = applied
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    server = loopback(Reply(403, {"message": "Resource not accessible by token"}))
+    status, _, err = pr(capsys, llvm, series, "--api", server.url, "--post")
+    assert status != 0 and len(server.requests) == 1
+    assert "HTTP 403: Resource not accessible by token" in err
+
+
+def test_post_without_a_token_is_refused(
+    capsys: pytest.CaptureFixture[str], applied: tuple[Path, SeriesDir, Path]
+) -> None:
+    llvm, series, remote = applied
+    status, _, err = pr(capsys, llvm, series, "--api", "http://127.0.0.1:9", "--post")
+    assert status != 0 and "--post needs a token" in err
+    assert git(remote, "for-each-ref") == ""
+
+
+def test_global_dry_run_wins_over_post(
+    capsys: pytest.CaptureFixture[str],
+    applied: tuple[Path, SeriesDir, Path],
+    loopback: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    llvm, series, remote = applied
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    server = loopback()
+    argv = ["--dry-run", "pr", "--llvm", str(llvm), "--series", str(series.series)]
+    status, out, _ = kdl(capsys, *argv, "--login", LOGIN, "--api", server.url, "--post")
+    assert status == 0 and "# dry run" in out
+    assert server.requests == [] and git(remote, "for-each-ref") == ""
+
+
+def test_unapplied_series_is_a_clear_error(
+    capsys: pytest.CaptureFixture[str], llvm: Path, series: SeriesDir
+) -> None:
+    status, _, err = pr(capsys, llvm, series)
+    assert status != 0
+    assert "apply the series first" in err and "Traceback" not in err
+
+
+def test_token_from_the_github_cli_config(tmp_path: Path) -> None:
+    config = tmp_path / ".config" / "gh"
+    config.mkdir(parents=True)
+    (config / "hosts.yml").write_text(
+        "example.com:\n    oauth_token: other\n"
+        "github.com:\n    user: jdev\n    oauth_token: gho_abc123\n"
+    )
+    assert token_from({}, tmp_path) == "gho_abc123"
+    assert token_from({"GH_TOKEN": "x"}, tmp_path) == "x"
+    assert token_from({}, tmp_path / "nowhere") == ""
