@@ -147,6 +147,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("export", "gitseries:cmd_export", "rewrite patches/ from the branch")
     _llvm_arg(p)
     p.add_argument("--series", type=Path, metavar="FILE", help="patches/series")
+    p.add_argument(
+        "-m",
+        "--message",
+        metavar="TEXT",
+        help="the changelog line of a new version (default: what changed)",
+    )
 
     p = add(
         "pr",

@@ -9,10 +9,17 @@ name; patches/series keeps its comments and, per patch, the recorded base of
 every file still touched, lists newly touched files (``base PATH <branch
 base>`` for upstream files, ``new PATH`` otherwise) and drops the rest.
 Applying and exporting without edits reproduces patches/ byte for byte.
+
+Versions, as b4 keeps them: when an export changes the patches, the series
+as it was is kept under ``versions/v<N>/``, the range-diff from it to the new
+one (``git range-diff``, the old version applied with ``git am`` in a
+scratch worktree) is written to ``versions/v<N+1>.range-diff``, a line is
+added to ``CHANGELOG.md`` beside patches/series, and ``version:`` goes up.
 """
 
 from __future__ import annotations
 
+import datetime
 import os
 import re
 import tempfile
@@ -87,7 +94,7 @@ def format_patches(
         return [(p.name, p.read_bytes()) for p in sorted(Path(tmp).glob("*.patch"))]
 
 
-def export_series(llvm: Path, series_file: Path) -> int:
+def export_series(llvm: Path, series_file: Path, message: str | None = None) -> int:
     series = load(series_file)
     with Checkout(llvm) as co:
         co.refuse_in_progress()
@@ -119,7 +126,123 @@ def export_series(llvm: Path, series_file: Path) -> int:
         contents = [data for _, data in generated]
         at_base = _tracked_at(co, base, contents)
         new_text = _render(series, names, contents, base, at_base)
+        bump = _changes(series, names, contents)
+        version = None
+        if bump and series.patches:
+            version = _new_version(
+                co, series, base=base, names=names, summary=bump, message=message
+            )
+            new_text = _set_version(new_text, version.number)
+    if version is not None:
+        _keep_version(series, version)
     return _write(series, series_file.parent, names, contents, new_text)
+
+
+@dataclass
+class _Version:
+    number: int  # the version being written
+    range_diff: str
+    changelog: str
+
+
+def _changes(series: Series, names: list[str], contents: list[bytes]) -> str:
+    """What an export changes in the patches, in words; "" when nothing."""
+    old = {p.name: p.path for p in series.patches}
+    changed = [
+        n
+        for n, c in zip(names, contents, strict=True)
+        if n in old and old[n].read_bytes() != c
+    ]
+    added = [n for n in names if n not in old]
+    removed = [n for n in old if n not in names]
+    parts = []
+    for what, items in (("changed", changed), ("added", added), ("removed", removed)):
+        if items:
+            parts.append(f"{what} {', '.join(n[:4] for n in items)}")
+    return "; ".join(parts)
+
+
+def _new_version(
+    co: Checkout,
+    series: Series,
+    *,
+    base: str,
+    names: list[str],
+    summary: str,
+    message: str | None,
+) -> _Version:
+    number = series.version + 1
+    old_tip = _apply_in_scratch(co, base, [p.path for p in series.patches])
+    if old_tip is None:
+        diff = (
+            f"v{series.version} does not apply to {co.short(base)}, the base of "
+            f"v{number}; no range-diff\n"
+        )
+    else:
+        diff = (
+            co.run(
+                "-c",
+                "color.ui=false",
+                "range-diff",
+                "--no-color",
+                f"{base}..{old_tip}",
+                f"{base}..HEAD",
+            )
+            + "\n"
+        )
+    today = datetime.date.today().isoformat()
+    line = f"- v{number} ({today}): {message or summary}"
+    return _Version(number, diff, line)
+
+
+def _apply_in_scratch(co: Checkout, base: str, patches: list[Path]) -> str | None:
+    """The tip of *patches* applied on *base* in a scratch worktree, or None."""
+    from kdl.gitapply import AM_ARGS
+
+    with tempfile.TemporaryDirectory(prefix="kdl-version-") as scratch:
+        tree = Path(scratch) / "tree"
+        co.run("worktree", "add", "--quiet", "--detach", str(tree), base)
+        try:
+            for patch in patches:
+                status, _, _ = co.attempt("-C", str(tree), *AM_ARGS, str(patch))
+                if status != 0:
+                    co.attempt("-C", str(tree), "am", "--abort")
+                    return None
+            return co.run("-C", str(tree), "rev-parse", "HEAD").strip()
+        finally:
+            co.attempt("worktree", "remove", "--force", str(tree))
+            co.attempt("worktree", "prune")
+
+
+def _set_version(text: str, number: int) -> str:
+    line = f"version: {number}"
+    if re.search(r"^version:.*$", text, re.MULTILINE):
+        return re.sub(r"^version:.*$", line, text, count=1, flags=re.MULTILINE)
+    return re.sub(r"^(name:.*)$", rf"\1\n{line}", text, count=1, flags=re.MULTILINE)
+
+
+def _keep_version(series: Series, version: _Version) -> None:
+    """versions/v<N-1>/ (the old files), v<N>.range-diff, and the changelog."""
+    out_dir = series.path.parent
+    kept = out_dir / "versions" / f"v{version.number - 1}"
+    changelog = out_dir / "CHANGELOG.md"
+    if kept.exists():
+        raise WorkspaceError(f"{kept} exists already: the series version is stale")
+    if proc.DRY_RUN:
+        print(f"would keep v{version.number - 1} in {kept}")
+        print(f"would write {kept.parent / f'v{version.number}.range-diff'}")
+        print(f"would add to {changelog}: {version.changelog}")
+        return
+    kept.mkdir(parents=True)
+    for patch in series.patches:
+        (kept / patch.name).write_bytes(patch.path.read_bytes())
+    (kept / series.path.name).write_bytes(series.path.read_bytes())
+    (kept.parent / f"v{version.number}.range-diff").write_text(version.range_diff)
+    head = f"# Changes to the {series.name} series\n\n"
+    old = changelog.read_text() if changelog.is_file() else head
+    body = old.removeprefix(head)
+    changelog.write_text(head + version.changelog + "\n" + body)
+    print(f"  v{version.number}: v{version.number - 1} kept in {kept}")
 
 
 def _subject_style(series: Series, count: int) -> tuple[str, bool]:
@@ -156,7 +279,7 @@ def _parse_series(text: str) -> tuple[list[str], dict[str, _Block], list[str]]:
     current: _Block | None = None
     for raw in text.splitlines():
         line = raw.split("#", 1)[0].rstrip()
-        if not line.strip() or line.startswith("name:"):
+        if not line.strip() or line.startswith(("name:", "version:")):
             (pending if current is not None or blocks else header).append(raw)
             continue
         if not line[0].isspace():

@@ -242,4 +242,4 @@ def cmd_export(args: argparse.Namespace) -> int:
     from kdl.gitexport import export_series
 
     series_file: Path = getattr(args, "series", None) or paths.SERIES
-    return export_series(args.llvm, series_file)
+    return export_series(args.llvm, series_file, getattr(args, "message", None))

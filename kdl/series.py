@@ -85,6 +85,10 @@ class Series:
     name: str
     patches: list[Patch]
     path: Path
+    #: The series' version (``version: N``; 1 when absent): ``kdl export``
+    #: bumps it when the patches change and keeps the old ones under
+    #: ``versions/``.
+    version: int = 1
 
     def base_of(self, path: str) -> str | None:
         """The upstream commit the first patch touching *path* was based on."""
@@ -104,6 +108,7 @@ def load(series_file: Path | None = None) -> Series:
     except OSError as exc:
         raise FormatError(where, f"cannot read: {exc.strerror}") from exc
     name = ""
+    version = 1
     patches: list[Patch] = []
     for lineno, raw in enumerate(lines, 1):
         line = raw.split("#", 1)[0].rstrip()
@@ -111,6 +116,14 @@ def load(series_file: Path | None = None) -> Series:
             continue
         if line.startswith("name:"):
             name = line.partition(":")[2].strip()
+            continue
+        if line.startswith("version:"):
+            value = line.partition(":")[2].strip()
+            if not value.isdigit() or int(value) < 1:
+                raise FormatError(
+                    where, f"line {lineno}: version must be a positive integer"
+                )
+            version = int(value)
             continue
         if not line[0].isspace():
             patch_path = series_file.parent / line.strip()
@@ -141,4 +154,4 @@ def load(series_file: Path | None = None) -> Series:
                 f"{patch.name}: files listed ({', '.join(listed) or 'none'}) "
                 f"differ from files in the diff ({', '.join(touched) or 'none'})",
             )
-    return Series(name, patches, series_file)
+    return Series(name, patches, series_file, version)

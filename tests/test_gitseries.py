@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -800,7 +801,7 @@ def test_check_fuzz(
 
 
 def _tree(d: Path) -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in sorted(d.iterdir())}
+    return {p.name: p.read_bytes() for p in sorted(d.iterdir()) if p.is_file()}
 
 
 def test_export_round_trip_is_byte_identical(
@@ -863,7 +864,14 @@ def test_export_writes_edits_and_new_commits(
     assert f"{P3}: updated" in out
     assert f"{P4}: new" in out
     after = _tree(series.dir)
-    assert {n for n in after if after[n] != before.get(n)} == {P1, P2, P3, P4, "series"}
+    assert {n for n in after if after[n] != before.get(n)} == {
+        P1,
+        P2,
+        P3,
+        P4,
+        "series",
+        "CHANGELOG.md",
+    }
     for name in (P1, P2):  # only the numbering moved: [PATCH n/3] -> [PATCH n/4]
         assert after[name].replace(b"/4] ", b"/3] ", 1) == before[name]
     for name in series.names:  # numbering moved from n/3 to n/4
@@ -891,6 +899,48 @@ def test_export_writes_edits_and_new_commits(
     status, out, _ = on_series(capsys, "export", llvm, series)
     assert f"{P4}: removed" in out
     assert not (series.dir / P4).exists()
+
+
+def test_export_keeps_each_version_with_a_range_diff_and_changelog(
+    capsys: pytest.CaptureFixture[str], llvm: Path, series: SeriesDir
+) -> None:
+    before = _tree(series.dir)
+    assert apply(capsys, llvm, series)[0] == 0
+    # Nothing changed: no new version.
+    assert on_series(capsys, "export", llvm, series)[0] == 0
+    assert not (series.dir / "versions").exists()
+    (llvm / OFFLOAD_API).write_text((llvm / OFFLOAD_API).read_text() + "// refined\n")
+    git(llvm, "commit", "--quiet", "--amend", "-a", "--no-edit")
+    status, _, err = on_series(
+        capsys, "export", llvm, series, "-m", "Rank by fit, not by key"
+    )
+    assert status == 0, err
+    v1 = series.dir / "versions" / "v1"
+    assert _tree(v1) == before  # the old patches and series, byte for byte
+    assert "version: 2\n" in (series.dir / "series").read_text()
+    # git range-diff of v1 (applied in a scratch worktree) against the branch.
+    diff = (series.dir / "versions" / "v2.range-diff").read_text().splitlines()
+    assert [line.split(":", 1)[0].strip() for line in diff if ":  " in line][:3] == [
+        "1",
+        "2",
+        "3",
+    ]
+    assert " = 1:" in diff[0] and " = 2:" in diff[1] and " ! 3:" in diff[2]
+    assert any("+// refined" in line for line in diff)
+    assert git(llvm, "worktree", "list").count("\n") == 1  # scratch tree removed
+    log = (series.dir / "CHANGELOG.md").read_text()
+    assert re.search(
+        r"^- v2 \(\d{4}-\d{2}-\d{2}\): Rank by fit, not by key$", log, re.M
+    )
+    # A second change: v2 is kept, v3 written; the default line says what changed.
+    (llvm / OFFLOAD_API).write_text((llvm / OFFLOAD_API).read_text() + "// again\n")
+    git(llvm, "commit", "--quiet", "--amend", "-a", "--no-edit")
+    assert on_series(capsys, "export", llvm, series)[0] == 0
+    assert (series.dir / "versions" / "v2" / "series").read_text().count("version: 2")
+    assert "version: 3\n" in (series.dir / "series").read_text()
+    lines = (series.dir / "CHANGELOG.md").read_text().splitlines()
+    assert lines[2].startswith("- v3 (") and lines[2].endswith(": changed 0003")
+    assert lines[3].startswith("- v2 (")
 
 
 def test_export_refuses_to_overwrite_uncommitted_patches(
