@@ -1,13 +1,14 @@
 """``kdl build``: the series in an llvm-project build tree, or the overlay.
 
 With ``--llvm PATH`` the checkout is configured once (``cmake -G Ninja``
-with :data:`CONFIG`, ccache or sccache as compiler launcher when present)
-and then ninja builds only what the series touches: ``llvm-offload-binary``,
-``clang-offload-packager`` (a symlink to it upstream, a tool of its own in
-older trees: built when the build system has such a target), the Object
-unit tests and the offload runtime. An existing CMakeCache.txt is never
-reconfigured: where it disagrees with :data:`CONFIG` kdl says so and builds
-what that configuration has.
+with :func:`configure_argv`: upstream's offload settings, ccache or sccache
+as compiler launcher when present) and then ninja builds only what the
+series needs: ``llvm-offload-binary``, ``clang-offload-packager`` (a
+symlink to it upstream, a tool of its own in older trees), the Frontend
+unit tests (the ranking's), ``mlir-opt`` and ``mlir-translate`` (the MLIR
+patch's tests) and the offload runtimes for the host and the GPU targets.
+An existing CMakeCache.txt is never reconfigured: where it disagrees with
+:data:`CONFIG` kdl says so and builds what that configuration has.
 
 Without ``--llvm`` it builds the overlay (:func:`kdl.overlay.build_overlay`),
 the series' new files against Debian's LLVM 22.
@@ -25,21 +26,43 @@ from pathlib import Path
 from kdl import paths, proc
 from kdl.errors import UsageError, WorkspaceError
 
-#: The cache entries kdl configures a new build with.
+#: The GPU targets whose device runtimes the offload tests need.
+GPU_RUNTIME_TARGETS = ("amdgcn-amd-amdhsa", "nvptx64-nvidia-cuda")
+
+#: The cache entries kdl configures a new build with: upstream's
+#: offload/cmake/caches/Offload.cmake (read at 6c5bc5ab: lld, device
+#: runtimes through LLVM_RUNTIME_TARGETS), with mlir for the MLIR patch and
+#: without the host's C++ runtimes and clang-tools-extra, which no test of
+#: the series needs.
 CONFIG = {
     "CMAKE_BUILD_TYPE": "Release",
     "LLVM_ENABLE_ASSERTIONS": "ON",
-    # clang: clang-offload-packager and the compiler of the offload tests.
-    "LLVM_ENABLE_PROJECTS": "clang",
+    # clang: clang-offload-packager and the compiler of the offload tests;
+    # lld: the AMDGPU device link; mlir: #gpu.runtime_select.
+    "LLVM_ENABLE_PROJECTS": "clang;lld;mlir",
     "LLVM_ENABLE_RUNTIMES": "openmp;offload",
     "LLVM_TARGETS_TO_BUILD": "host;NVPTX;AMDGPU",
+    "LLVM_ENABLE_PER_TARGET_RUNTIME_DIR": "ON",
+    "LLVM_RUNTIME_TARGETS": ";".join(("default", *GPU_RUNTIME_TARGETS)),
+    **{
+        f"RUNTIMES_{t}_LLVM_ENABLE_RUNTIMES": "compiler-rt;libc;openmp;libcxx;libcxxabi"
+        for t in GPU_RUNTIME_TARGETS
+    },
+}
+
+#: The per-target cache files Offload.cmake names, relative to the checkout.
+CACHE_FILES = {
+    "amdgcn-amd-amdhsa": "libcxx/cmake/caches/AMDGPU.cmake",
+    "nvptx64-nvidia-cuda": "libcxx/cmake/caches/NVPTX.cmake",
 }
 
 #: What upstream's layout has (assumed by --dry-run before a configure).
 CONFIGURED_TARGETS = (
     "llvm-offload-binary",
     "clang-offload-packager",
-    "ObjectTests",
+    "LLVMFrontendTests",
+    "mlir-opt",
+    "mlir-translate",
     "runtimes",
 )
 
@@ -93,6 +116,7 @@ def configure_argv(llvm: Path, build_dir: Path) -> list[str]:
         "-B",
         str(build_dir),
         *[f"-D{key}={value}" for key, value in CONFIG.items()],
+        *[f"-DRUNTIMES_{t}_CACHE_FILES={llvm / rel}" for t, rel in CACHE_FILES.items()],
         *launcher_args(),
     ]
 
@@ -128,6 +152,13 @@ def cache_disagreements(cache: dict[str, str]) -> list[str]:
                 f"{key} lacks {';'.join(sorted(lacking))} "
                 f"(it is '{cache.get(key, '')}')"
             )
+    runtime_targets = _items(cache.get("LLVM_RUNTIME_TARGETS", ""))
+    lacking_gpus = [t for t in GPU_RUNTIME_TARGETS if t not in runtime_targets]
+    if lacking_gpus:
+        notes.append(
+            f"LLVM_RUNTIME_TARGETS lacks {';'.join(lacking_gpus)}: no device "
+            "runtimes, the offload GPU tests cannot run"
+        )
     targets = _items(cache.get("LLVM_TARGETS_TO_BUILD", ""))
     if "all" not in targets:
         missing = sorted({"NVPTX", "AMDGPU"} - targets)
@@ -156,10 +187,15 @@ def choose_targets(available: set[str]) -> tuple[list[str], list[str]]:
         targets.append("clang-offload-packager")
     else:
         missing.append("clang-offload-packager (no such target in this build)")
-    if "ObjectTests" in available:
-        targets.append("ObjectTests")
+    if "LLVMFrontendTests" in available:
+        targets.append("LLVMFrontendTests")
     else:
-        missing.append("ObjectTests (no such target; LLVM_INCLUDE_TESTS=OFF?)")
+        missing.append("LLVMFrontendTests (no such target; LLVM_INCLUDE_TESTS=OFF?)")
+    for tool in ("mlir-opt", "mlir-translate"):
+        if tool in available:
+            targets.append(tool)
+        else:
+            missing.append(f"{tool} (no such target; is mlir in LLVM_ENABLE_PROJECTS?)")
     if "runtimes" in available:
         targets.append("runtimes")
     else:
@@ -266,7 +302,8 @@ def cmd_build(args: argparse.Namespace) -> int:
     for rel in (
         "bin/llvm-offload-binary",
         "bin/clang-offload-packager",
-        "unittests/Object/ObjectTests",
+        "unittests/Frontend/LLVMFrontendTests",
+        "bin/mlir-translate",
     ):
         path = result.build_dir / rel
         if path.exists() or path.is_symlink():

@@ -6,7 +6,9 @@ environment (``LIT_FILTER``, and ``LIT_OPTS`` with ``--xunit-xml-output``
 and ``-j``), so the xunit file lands in results/check-offload.xml whatever
 the build passes to lit. results/check-offload.json records the counts, the
 tool versions and ``git describe`` of the checkout the build came from.
-``kdl test --check-offload`` calls it.
+``kdl test --check-offload`` calls it, and then :func:`run_series_tests`:
+the tests the series itself adds (its unit tests, offload unit tests and
+MLIR lit tests), which ``check-offload`` does not run.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import shlex
 import sys
 import time
@@ -24,6 +27,7 @@ from typing import Any
 
 from kdl import paths, proc
 from kdl.errors import UsageError, WorkspaceError
+from kdl.series import Series, load
 
 log = logging.getLogger("kdl")
 
@@ -199,3 +203,123 @@ def run_check_offload(
     return CheckOffloadResult(
         ok, result.returncode, counts, xml_file, json_file, seconds
     )
+
+
+# --- the series' own tests ---------------------------------------------------------
+
+#: Unit-test directories of the series and the gtest binary each builds.
+UNITTEST_BINARIES = {
+    "llvm/unittests/Frontend/": "unittests/Frontend/LLVMFrontendTests",
+}
+_GTEST_SUITE = re.compile(r"^\+\s*TEST(?:_F|_P)?\(\s*(\w+)\s*,", re.MULTILINE)
+
+
+@dataclass
+class SeriesStep:
+    what: str
+    argv: list[str]
+    returncode: int | None = None  # None: not run (dry run)
+
+
+def series_test_steps(
+    the_series: Series, llvm: Path, build_dir: Path
+) -> list[SeriesStep]:
+    """The commands that run the tests the series adds or changes.
+
+    Unit tests run through their gtest binary filtered to the suites the
+    series writes; offload unit tests through ``check-offload-unit``; MLIR
+    lit tests through the build's ``llvm-lit``. Offload lit tests are part of
+    ``check-offload`` itself. Every file must be in the checkout: the
+    series has to be applied there.
+    """
+    suites: dict[str, set[str]] = {}
+    mlir_tests: list[str] = []
+    offload_unit = False
+    for patch in the_series.patches:
+        text = patch.path.read_text(errors="replace")
+        for f in patch.files:
+            if not (llvm / f.path).is_file():
+                raise WorkspaceError(
+                    f"{llvm}: no {f.path}; apply the series there first "
+                    f"('kdl apply --llvm {llvm}')"
+                )
+            binary = next(
+                (b for d, b in UNITTEST_BINARIES.items() if f.path.startswith(d)), None
+            )
+            if binary and f.path.endswith(".cpp"):
+                hunk = text.partition(f"+++ b/{f.path}\n")[2].partition("\ndiff --git")[
+                    0
+                ]
+                suites.setdefault(binary, set()).update(_GTEST_SUITE.findall(hunk))
+            elif f.path.startswith("mlir/test/") and f.path.endswith(".mlir"):
+                mlir_tests.append(str(llvm / f.path))
+            elif f.path.startswith("offload/unittests/") and f.path.endswith(".cpp"):
+                offload_unit = True
+    steps = [
+        SeriesStep(
+            f"unit tests {', '.join(sorted(names))}",
+            [
+                str(build_dir / binary),
+                "--gtest_filter=" + ":".join(f"{n}.*" for n in sorted(names)),
+            ],
+        )
+        for binary, names in sorted(suites.items())
+        if names
+    ]
+    if offload_unit:
+        steps.append(
+            SeriesStep(
+                "offload unit tests",
+                ["ninja", "-C", str(build_dir), "check-offload-unit"],
+            )
+        )
+    if mlir_tests:
+        steps.append(
+            SeriesStep(
+                "MLIR lit tests",
+                [str(build_dir / "bin" / "llvm-lit"), "-sv", *mlir_tests],
+            )
+        )
+    return steps
+
+
+def run_series_tests(
+    build_dir: Path | None = None,
+    series_file: Path | None = None,
+    results_dir: Path | None = None,
+) -> tuple[bool, list[SeriesStep]]:
+    """Run :func:`series_test_steps`; results/series-tests.json records them."""
+    from kdl.build import default_build_dir, read_cache
+
+    build_dir = (build_dir or default_build_dir()).expanduser().resolve()
+    results_dir = results_dir or paths.RESULTS
+    try:
+        source = Path(read_cache(build_dir)["CMAKE_HOME_DIRECTORY"])
+    except (OSError, KeyError):
+        raise UsageError(
+            f"{build_dir}: not a configured llvm-project build (no CMakeCache.txt "
+            "naming its source); run 'kdl build --llvm PATH' first"
+        ) from None
+    llvm = source.parent
+    steps = series_test_steps(load(series_file), llvm, build_dir)
+    for step in steps:
+        print(f"=== series: {step.what}", flush=True)
+        if proc.DRY_RUN:
+            print(f"would run: {proc.quote(step.argv)}")
+            continue
+        step.returncode = proc.run(step.argv, capture=False, check=False).returncode
+    ok = all(s.returncode == 0 for s in steps) and bool(steps)
+    if not proc.DRY_RUN:
+        results_dir.mkdir(parents=True, exist_ok=True)
+        (results_dir / "series-tests.json").write_text(
+            json.dumps(
+                {
+                    "checkout": checkout_of(build_dir),
+                    "build_dir": str(build_dir),
+                    "steps": [s.__dict__ for s in steps],
+                },
+                indent=2,
+            )
+            + "\n"
+        )
+    return ok or proc.DRY_RUN, steps

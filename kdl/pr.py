@@ -117,8 +117,8 @@ def _message(co: Checkout, commit: str) -> tuple[str, str]:
 
 def plan(
     llvm: Path, series: Series, login: str, topic: str
-) -> tuple[list[Planned], str]:
-    """One Planned per patch (oldest first) and the checkout's branch."""
+) -> tuple[list[Planned], str, str]:
+    """One Planned per patch (oldest first), the checkout's branch and base."""
     doc = series_status(llvm, series)
     if not doc["kdl_branch"]:
         raise WorkspaceError(
@@ -149,7 +149,41 @@ def plan(
                     base=planned[-1].branch if planned else "main",
                 )
             )
-    return planned, str(doc["branch"])
+    return planned, str(doc["branch"]), str(doc["base"]["commit"])
+
+
+def unformatted(llvm: Path, base: str) -> list[str]:
+    """Files whose lines changed since *base* clang-format-22 would change.
+
+    The same check as upstream's code-formatter job (``git clang-format``
+    on the changed lines); a PR that fails it gets a bot comment.
+    """
+    tool = proc.which("git-clang-format-22") or proc.which(
+        "git-clang-format", Path("/usr/lib/llvm-22/bin")
+    )
+    clang_format = proc.which("clang-format-22") or proc.which(
+        "clang-format", Path("/usr/lib/llvm-22/bin")
+    )
+    if tool is None or clang_format is None:
+        raise WorkspaceError(
+            "git-clang-format-22 not found: the pre-PR format check needs "
+            "clang-format-22 (apt-get install clang-format-22)"
+        )
+    result = proc.run(
+        [str(tool), "--binary", str(clang_format), "--diff", base],
+        cwd=llvm,
+        check=False,
+    )
+    status = result.returncode
+    out = result.stdout.decode(errors="replace")
+    err = result.stderr.decode(errors="replace")
+    files = re.findall(r"^diff --git a/(\S+) ", out, re.MULTILINE)
+    if status not in (0, 1) or (status == 1 and not files):
+        detail = (err.strip() or out.strip()).splitlines()
+        raise WorkspaceError(
+            f"{llvm}: git-clang-format failed: {detail[-1] if detail else status}"
+        )
+    return files
 
 
 def pr_body(item: Planned, depends: int | None, depends_branch: str | None) -> str:
@@ -248,7 +282,14 @@ def run_pr(
     topic = topic or series.name
     record_path = series_file.parent / RECORD
     record = read_record(record_path)
-    planned, branch = plan(llvm, series, login, topic)
+    planned, branch, base = plan(llvm, series, login, topic)
+    bad = unformatted(llvm, base)
+    if bad:
+        raise WorkspaceError(
+            f"clang-format-22 would change {', '.join(bad)}: run "
+            f"'git clang-format-22 {base[:12]}' in {llvm}, amend the commits "
+            "and export, then open the PRs"
+        )
     for p in planned:
         known = record.get(p.branch, {})
         p.number, p.url = known.get("number"), known.get("url")

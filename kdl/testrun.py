@@ -325,4 +325,17 @@ def cmd_test(args: argparse.Namespace) -> int:
         offload = run_check_offload(build_dir, args.filter)
         print(f"check-offload: {offload.summary()}")
         ok = ok and offload.ok
+        from kdl.checkoffload import run_series_tests
+
+        series_ok, steps = run_series_tests(build_dir)
+        for step in steps:
+            state = (
+                "not run"
+                if step.returncode is None
+                else (
+                    "passed" if step.returncode == 0 else f"failed ({step.returncode})"
+                )
+            )
+            print(f"series: {step.what}: {state}")
+        ok = ok and series_ok
     return 0 if ok else 1

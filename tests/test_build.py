@@ -16,7 +16,14 @@ from kdl.cli import main
 from tests.llvm_tree import git, isolated_git  # noqa: F401  (autouse fixture)
 
 FAKE = Path(__file__).parent / "data" / "fake-llvm-project"
-TARGETS = ["llvm-offload-binary", "clang-offload-packager", "ObjectTests", "runtimes"]
+TARGETS = [
+    "llvm-offload-binary",
+    "clang-offload-packager",
+    "LLVMFrontendTests",
+    "mlir-opt",
+    "mlir-translate",
+    "runtimes",
+]
 
 needs_tools = pytest.mark.skipif(
     not (shutil.which("cmake") and shutil.which("ninja") and shutil.which("cc")),
@@ -54,9 +61,15 @@ def expected_cmake(llvm: Path, build_dir: Path, launcher: list[str]) -> list[str
         "cmake", "-G", "Ninja", "-S", f"{llvm}/llvm", "-B", str(build_dir),
         "-DCMAKE_BUILD_TYPE=Release",
         "-DLLVM_ENABLE_ASSERTIONS=ON",
-        "-DLLVM_ENABLE_PROJECTS=clang",
+        "-DLLVM_ENABLE_PROJECTS=clang;lld;mlir",
         "-DLLVM_ENABLE_RUNTIMES=openmp;offload",
         "-DLLVM_TARGETS_TO_BUILD=host;NVPTX;AMDGPU",
+        "-DLLVM_ENABLE_PER_TARGET_RUNTIME_DIR=ON",
+        "-DLLVM_RUNTIME_TARGETS=default;amdgcn-amd-amdhsa;nvptx64-nvidia-cuda",
+        "-DRUNTIMES_amdgcn-amd-amdhsa_LLVM_ENABLE_RUNTIMES=compiler-rt;libc;openmp;libcxx;libcxxabi",
+        "-DRUNTIMES_nvptx64-nvidia-cuda_LLVM_ENABLE_RUNTIMES=compiler-rt;libc;openmp;libcxx;libcxxabi",
+        f"-DRUNTIMES_amdgcn-amd-amdhsa_CACHE_FILES={llvm}/libcxx/cmake/caches/AMDGPU.cmake",
+        f"-DRUNTIMES_nvptx64-nvidia-cuda_CACHE_FILES={llvm}/libcxx/cmake/caches/NVPTX.cmake",
         *launcher,
     ]  # fmt: skip
 
@@ -117,7 +130,14 @@ def test_dry_run_prints_the_exact_commands(
     assert not build_dir.exists()
 
 
-LEGACY = ["llvm-offload-binary", "clang-offload-packager", "ObjectTests", "omp"]
+LEGACY = [
+    "llvm-offload-binary",
+    "clang-offload-packager",
+    "LLVMFrontendTests",
+    "mlir-opt",
+    "mlir-translate",
+    "omp",
+]
 
 
 @pytest.mark.parametrize(
@@ -128,11 +148,16 @@ LEGACY = ["llvm-offload-binary", "clang-offload-packager", "ObjectTests", "omp"]
         (
             {"llvm-offload-binary", "runtimes"},
             ["llvm-offload-binary", "runtimes"],
-            ["clang-offload-packager", "ObjectTests"],
+            [
+                "clang-offload-packager",
+                "LLVMFrontendTests",
+                "mlir-opt",
+                "mlir-translate",
+            ],
         ),
         (
-            {"ObjectTests"},
-            ["ObjectTests"],
+            {"LLVMFrontendTests", "mlir-opt", "mlir-translate"},
+            ["LLVMFrontendTests", "mlir-opt", "mlir-translate"],
             ["llvm-offload-binary", "clang-offload-packager", "the offload runtime"],
         ),
     ],
@@ -152,7 +177,7 @@ def test_cache_disagreements() -> None:
         build.cache_disagreements(
             {
                 **ours,
-                "LLVM_ENABLE_PROJECTS": "clang;lld",
+                "LLVM_ENABLE_PROJECTS": "clang;lld;mlir;flang",
                 "LLVM_TARGETS_TO_BUILD": "all",
             }
         )
@@ -167,6 +192,14 @@ def test_cache_disagreements() -> None:
         "LLVM_ENABLE_ASSERTIONS is off (kdl uses ON)",
         "LLVM_ENABLE_RUNTIMES lacks offload (it is 'openmp')",
         "LLVM_TARGETS_TO_BUILD lacks AMDGPU (it is 'X86;NVPTX')",
+    ]
+    notes = build.cache_disagreements(
+        {**ours, "LLVM_RUNTIME_TARGETS": "default", "LLVM_ENABLE_PROJECTS": "clang"}
+    )
+    assert notes == [
+        "LLVM_ENABLE_PROJECTS lacks lld;mlir (it is 'clang')",
+        "LLVM_RUNTIME_TARGETS lacks amdgcn-amd-amdhsa;nvptx64-nvidia-cuda: no device "
+        "runtimes, the offload GPU tests cannot run",
     ]
 
 
@@ -185,7 +218,8 @@ def test_build_configures_once_and_builds_only_the_series_targets(
     packager = build_dir / "bin/clang-offload-packager"
     assert packager.is_symlink() and packager.readlink() == Path("llvm-offload-binary")
     assert f"  {packager} -> llvm-offload-binary (symlink)" in out
-    assert (build_dir / "unittests/Object/ObjectTests").is_file()
+    assert (build_dir / "unittests/Frontend/LLVMFrontendTests").is_file()
+    assert (build_dir / "bin/mlir-translate").is_file()
     assert (build_dir / "runtimes.stamp").is_file()
     assert not (build_dir / "everything-else.stamp").exists()
     cache = build.read_cache(build_dir)

@@ -92,3 +92,77 @@ def test_needs_a_build_with_check_offload(tmp_path: Path) -> None:
     )
     with pytest.raises(WorkspaceError, match="has no check-offload target"):
         run_check_offload(tmp_path)
+
+
+# --- the series' own tests -----------------------------------------------------------
+
+
+def _checkout_with_series_files(root: Path) -> Path:
+    """A tree holding every file the series touches (as after kdl apply)."""
+    from kdl.series import load
+
+    for patch in load().patches:
+        for f in patch.files:
+            (root / f.path).parent.mkdir(parents=True, exist_ok=True)
+            (root / f.path).write_text("")
+    return root
+
+
+def test_series_test_steps_follow_the_series(tmp_path: Path) -> None:
+    from kdl.checkoffload import series_test_steps
+    from kdl.series import load
+
+    llvm = _checkout_with_series_files(tmp_path / "llvm-project")
+    build_dir = tmp_path / "build"
+    steps = series_test_steps(load(), llvm, build_dir)
+    assert [s.argv for s in steps] == [
+        [
+            f"{build_dir}/unittests/Frontend/LLVMFrontendTests",
+            "--gtest_filter=ImageRankingTest.*",
+        ],
+        ["ninja", "-C", str(build_dir), "check-offload-unit"],
+        [
+            f"{build_dir}/bin/llvm-lit",
+            "-sv",
+            f"{llvm}/mlir/test/Dialect/GPU/runtime-select.mlir",
+            f"{llvm}/mlir/test/Target/LLVMIR/gpu-runtime-select-invalid.mlir",
+            f"{llvm}/mlir/test/Target/LLVMIR/gpu-runtime-select.mlir",
+        ],
+    ]
+
+
+def test_series_tests_need_the_series_applied(tmp_path: Path) -> None:
+    from kdl.checkoffload import series_test_steps
+    from kdl.series import load
+
+    with pytest.raises(WorkspaceError, match="apply the series there first"):
+        series_test_steps(load(), tmp_path, tmp_path / "build")
+
+
+def test_series_tests_run_and_a_failure_counts(tmp_path: Path) -> None:
+    from kdl.checkoffload import run_series_tests
+
+    llvm = _checkout_with_series_files(tmp_path / "llvm-project")
+    build_dir = tmp_path / "build"
+    (build_dir / "unittests/Frontend").mkdir(parents=True)
+    (build_dir / "bin").mkdir()
+    (build_dir / "CMakeCache.txt").write_text(
+        f"CMAKE_HOME_DIRECTORY:INTERNAL={llvm}/llvm\n"
+    )
+    (build_dir / "build.ninja").write_text("build check-offload-unit: phony\n")
+    log = tmp_path / "ran.txt"
+    for rel, status in (
+        ("unittests/Frontend/LLVMFrontendTests", 0),
+        ("bin/llvm-lit", 1),
+    ):
+        tool = build_dir / rel
+        tool.write_text(f'#!/bin/sh\necho "$0 $*" >> {log}\nexit {status}\n')
+        tool.chmod(0o755)
+    ok, steps = run_series_tests(build_dir, results_dir=tmp_path / "results")
+    assert not ok
+    assert [s.returncode for s in steps] == [0, 0, 1]
+    ran = log.read_text().splitlines()
+    assert ran[0].endswith("LLVMFrontendTests --gtest_filter=ImageRankingTest.*")
+    assert "gpu-runtime-select-invalid.mlir" in ran[1]
+    doc = json.loads((tmp_path / "results/series-tests.json").read_text())
+    assert [s["returncode"] for s in doc["steps"]] == [0, 0, 1]

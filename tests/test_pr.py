@@ -325,3 +325,21 @@ def test_token_from_the_github_cli_config(tmp_path: Path) -> None:
     assert token_from({}, tmp_path) == "gho_abc123"
     assert token_from({"GH_TOKEN": "x"}, tmp_path) == "x"
     assert token_from({}, tmp_path / "nowhere") == ""
+
+
+def test_unformatted_changes_stop_the_prs(
+    capsys: pytest.CaptureFixture[str],
+    applied: tuple[Path, SeriesDir, Path],
+    loopback: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    llvm, series, remote = applied
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    (llvm / "offload/Badly.cpp").write_text("int   main( ){return 0 ;}\n")
+    git(llvm, "add", "-A")
+    git(llvm, "commit", "-q", "--amend", "--no-edit")
+    server = loopback()
+    status, _, err = pr(capsys, llvm, series, "--api", server.url, "--post")
+    assert status != 0
+    assert "clang-format-22 would change offload/Badly.cpp" in err
+    assert server.requests == [] and git(remote, "for-each-ref") == ""

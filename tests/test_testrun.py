@@ -125,7 +125,7 @@ def test_build_dir_with_kdl_select_uses_it_for_both(tmp_path: Path) -> None:
 def test_cmd_test_runs_lit_then_check_offload(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """--check-offload runs helper D's check after the lit suite; both count."""
+    """--check-offload runs check-offload and the series' tests after lit."""
     from kdl import checkoffload
 
     calls: list[tuple[object, ...]] = []
@@ -145,8 +145,15 @@ def test_cmd_test_runs_lit_then_check_offload(
         calls.append(("check-offload", build_dir, lit_filter))
         return Offload()
 
+    def fake_series(
+        build_dir: Path | None,
+    ) -> tuple[bool, list[checkoffload.SeriesStep]]:
+        calls.append(("series", build_dir))
+        return True, [checkoffload.SeriesStep("unit tests X", ["x"], 0)]
+
     monkeypatch.setattr(testrun, "run_lit", fake_lit)
     monkeypatch.setattr(checkoffload, "run_check_offload", fake_offload)
+    monkeypatch.setattr(checkoffload, "run_series_tests", fake_series)
     args = argparse.Namespace(build_dir=None, check_offload=False, filter="nvptx")
     assert testrun.cmd_test(args) == 0
     args.check_offload = True
@@ -155,8 +162,10 @@ def test_cmd_test_runs_lit_then_check_offload(
         ("lit", None, "nvptx"),
         ("lit", None, "nvptx"),
         ("check-offload", None, "nvptx"),
+        ("series", None),
     ]
     out = capsys.readouterr().out
+    assert "series: unit tests X: passed" in out
     assert "llvm-tests: 3 passed, 0 failed" in out
     assert "check-offload: 1 passed, 1 failed" in out
 
