@@ -8,7 +8,6 @@
 
 #include "ShimImages.h"
 
-#include "llvm/ADT/MapVector.h"
 #include "llvm/Support/Endian.h"
 #include "llvm/Support/MathExtras.h"
 
@@ -22,12 +21,13 @@ namespace kdl {
 namespace shim {
 
 static constexpr uint8_t Magic[4] = {0x10, 0xFF, 0x10, 0xAD};
-// Version 1: Magic, Version, Size, EntryOffset, EntrySize.
+// Version 1: Magic, Version, Size, EntryOffset, EntrySize (one entry).
 // Version 2: Magic, Version, Size, EntriesOffset, EntriesCount.
 static constexpr uint64_t HeaderSize = 32;
 // Entry (all versions): u16 ImageKind, u16 OffloadKind, u32 Flags,
 // u64 StringOffset, u64 NumStrings, u64 ImageOffset, u64 ImageSize.
 static constexpr uint64_t EntrySize = 40;
+static constexpr uint64_t StringEntrySizeV1 = 16;
 static constexpr uint64_t StringEntrySizeV2 = 24;
 
 static uint64_t read64(const char *P) { return support::endian::read64le(P); }
@@ -45,55 +45,62 @@ static Error malformed(uint64_t Offset, const Twine &What) {
                                Twine(Offset) + ": " + What);
 }
 
-/// Reads the entries of one version 2 binary \p Bin.
-static Error readVersion2(StringRef Bin, uint64_t Base, int DescImage,
-                          std::vector<Candidate> &Out) {
-  uint64_t EntriesOffset = read64(Bin.data() + 16);
-  uint64_t Count = read64(Bin.data() + 24);
-  if (EntriesOffset > Bin.size() ||
-      Count > (Bin.size() - EntriesOffset) / EntrySize)
-    return malformed(Base, "entries outside the binary");
-  for (uint64_t I = 0; I < Count; ++I) {
-    const char *E = Bin.data() + EntriesOffset + I * EntrySize;
-    uint64_t StringOffset = read64(E + 8), NumStrings = read64(E + 16);
-    uint64_t ImageOffset = read64(E + 24), ImageSize = read64(E + 32);
-    if (StringOffset > Bin.size() ||
-        NumStrings > (Bin.size() - StringOffset) / StringEntrySizeV2)
-      return malformed(Base, "string table outside the binary");
-    if (ImageOffset > Bin.size() || ImageSize > Bin.size() - ImageOffset)
-      return malformed(Base, "image outside the binary");
+/// Sets the key \p Key of \p C to \p Value if it is one the ranking reads.
+static void setKey(Candidate &C, StringRef Key, StringRef Value) {
+  using namespace llvm::offloading;
+  if (Key == "triple")
+    C.Triple = Value;
+  else if (Key == "arch")
+    C.Keys.Arch = Value;
+  else if (Key == image_key::VariantPriority)
+    C.Keys.VariantPriority = Value;
+  else if (Key == image_key::VariantTag)
+    C.Keys.VariantTag = Value;
+  else if (Key == image_key::MinSM)
+    C.Keys.MinSM = Value;
+  else if (Key == image_key::MinGFX)
+    C.Keys.MinGFX = Value;
+  else if (Key == image_key::RequiresFeatures)
+    C.Keys.RequiresFeatures = Value;
+}
 
-    OffloadBinary::OffloadingImage Entry;
-    Entry.TheImageKind = static_cast<ImageKind>(read16(E));
-    Entry.TheOffloadKind = static_cast<OffloadKind>(read16(E + 2));
-    Entry.Flags = read32(E + 4);
-    for (uint64_t S = 0; S < NumStrings; ++S) {
-      const char *SE = Bin.data() + StringOffset + S * StringEntrySizeV2;
-      uint64_t KeyOffset = read64(SE), ValueOffset = read64(SE + 8);
-      uint64_t ValueSize = read64(SE + 16);
-      if (KeyOffset >= Bin.size() || ValueOffset > Bin.size() ||
-          ValueSize > Bin.size() - ValueOffset)
-        return malformed(Base, "string outside the binary");
-      StringRef Key(Bin.data() + KeyOffset,
-                    strnlen(Bin.data() + KeyOffset, Bin.size() - KeyOffset));
-      Entry.StringData[Key] = StringRef(Bin.data() + ValueOffset, ValueSize);
-    }
-    StringRef Image = Bin.substr(ImageOffset, ImageSize);
-    Entry.Image = MemoryBuffer::getMemBuffer(Image, "", false);
-
-    Candidate C;
-    C.Index = Out.size();
-    C.DescImage = DescImage;
-    C.Image = Image;
-    C.MetadataOnly = Entry.Flags & 1;
-    SmallString<0> V1 = OffloadBinary::write(Entry);
-    C.Storage = MemoryBuffer::getMemBufferCopy(V1, "kdl-shim-entry");
-    auto BinOrErr = OffloadBinary::create(C.Storage->getMemBufferRef());
-    if (!BinOrErr)
-      return BinOrErr.takeError();
-    C.Binary = std::move(*BinOrErr);
-    Out.push_back(std::move(C));
+/// Reads entry \p I of the binary \p Bin: the entry table starts at
+/// \p EntriesOffset, string entries are \p StringEntrySize bytes (16 in
+/// version 1: key and value offsets, the value ends at a NUL; 24 in
+/// version 2: with the value's size).
+static Error readEntry(StringRef Bin, uint64_t Base, uint64_t EntriesOffset,
+                       uint64_t I, uint64_t StringEntrySize, int DescImage,
+                       std::vector<Candidate> &Out) {
+  const char *E = Bin.data() + EntriesOffset + I * EntrySize;
+  uint64_t StringOffset = read64(E + 8), NumStrings = read64(E + 16);
+  uint64_t ImageOffset = read64(E + 24), ImageSize = read64(E + 32);
+  if (StringOffset > Bin.size() ||
+      NumStrings > (Bin.size() - StringOffset) / StringEntrySize)
+    return malformed(Base, "string table outside the binary");
+  if (ImageOffset > Bin.size() || ImageSize > Bin.size() - ImageOffset)
+    return malformed(Base, "image outside the binary");
+  Candidate C;
+  C.Index = Out.size();
+  C.DescImage = DescImage;
+  C.InBinary = true;
+  C.Image = Bin.substr(ImageOffset, ImageSize);
+  C.MetadataOnly = StringEntrySize == StringEntrySizeV2 && (read32(E + 4) & 1);
+  for (uint64_t S = 0; S < NumStrings; ++S) {
+    const char *SE = Bin.data() + StringOffset + S * StringEntrySize;
+    uint64_t KeyOffset = read64(SE), ValueOffset = read64(SE + 8);
+    if (KeyOffset >= Bin.size() || ValueOffset >= Bin.size())
+      return malformed(Base, "string outside the binary");
+    uint64_t ValueSize =
+        StringEntrySize == StringEntrySizeV2
+            ? read64(SE + 16)
+            : strnlen(Bin.data() + ValueOffset, Bin.size() - ValueOffset);
+    if (ValueSize > Bin.size() - ValueOffset)
+      return malformed(Base, "string outside the binary");
+    StringRef Key(Bin.data() + KeyOffset,
+                  strnlen(Bin.data() + KeyOffset, Bin.size() - KeyOffset));
+    setKey(C, Key, StringRef(Bin.data() + ValueOffset, ValueSize));
   }
+  Out.push_back(std::move(C));
   return Error::success();
 }
 
@@ -108,23 +115,27 @@ Error readBinaries(StringRef Data, int DescImage, std::vector<Candidate> &Out) {
     if (Size < HeaderSize || Size > Rest.size())
       return malformed(Offset, "size " + Twine(Size) + " outside the buffer");
     StringRef Bin = Rest.take_front(Size);
+    uint64_t EntriesOffset = read64(Bin.data() + 16);
     if (Version == 1) {
-      auto BinOrErr = OffloadBinary::create(MemoryBufferRef(Bin, ""));
-      if (!BinOrErr)
-        return BinOrErr.takeError();
-      Candidate C;
-      C.Index = Out.size();
-      C.DescImage = DescImage;
-      C.Binary = std::move(*BinOrErr);
-      C.Image = C.Binary->getImage();
-      Out.push_back(std::move(C));
-    } else if (Version == 2) {
-      if (Error Err = readVersion2(Bin, Offset, DescImage, Out))
+      // One entry of EntrySize bytes at EntriesOffset.
+      if (EntriesOffset > Bin.size() || EntrySize > Bin.size() - EntriesOffset)
+        return malformed(Offset, "entry outside the binary");
+      if (Error Err = readEntry(Bin, Offset, EntriesOffset, 0,
+                                StringEntrySizeV1, DescImage, Out))
         return Err;
+    } else if (Version == 2) {
+      uint64_t Count = read64(Bin.data() + 24);
+      if (EntriesOffset > Bin.size() ||
+          Count > (Bin.size() - EntriesOffset) / EntrySize)
+        return malformed(Offset, "entries outside the binary");
+      for (uint64_t I = 0; I < Count; ++I)
+        if (Error Err = readEntry(Bin, Offset, EntriesOffset, I,
+                                  StringEntrySizeV2, DescImage, Out))
+          return Err;
     } else {
       return malformed(Offset, "unsupported version " + Twine(Version));
     }
-    Offset = alignTo(Offset + Size, OffloadBinary::getAlignment());
+    Offset = alignTo(Offset + Size, uint64_t(8));
   }
   return Error::success();
 }

@@ -8,10 +8,10 @@
 //
 // Turns what the runtime is given (an OpenMP __tgt_device_image, or the buffer
 // passed to olCreateProgram) into a numbered list of candidate images, each
-// with its OffloadBinary string map. LLVM 22 reads only OffloadBinary format
-// version 1, so entries of a version 2 binary are re-encoded as version 1
-// binaries for their metadata; the bytes handed to the runtime always stay
-// the caller's own.
+// with the selection keys of its OffloadBinary entry. Entries are read in
+// place: images, triples and keys are views of the caller's memory, nothing
+// is copied or re-encoded, and the bytes handed to the runtime are the
+// caller's own.
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,11 +19,9 @@
 #define KDL_SHIM_SHIMIMAGES_H
 
 #include "llvm/ADT/StringRef.h"
-#include "llvm/Object/OffloadBinary.h"
+#include "llvm/Frontend/Offloading/ImageRanking.h"
 #include "llvm/Support/Error.h"
-#include "llvm/Support/MemoryBuffer.h"
 
-#include <memory>
 #include <vector>
 
 namespace kdl {
@@ -38,11 +36,13 @@ struct Candidate {
   int DescImage = -1;
   /// The executable bytes, in the caller's memory.
   llvm::StringRef Image;
-  /// Owns the version 1 re-encoding of a version 2 entry (else null).
-  std::unique_ptr<llvm::MemoryBuffer> Storage;
-  /// A version 1 view of the image's metadata; null for a raw image that is
-  /// not inside an OffloadBinary.
-  std::unique_ptr<llvm::object::OffloadBinary> Binary;
+  /// Set when the image is an entry of an OffloadBinary; a raw image has no
+  /// triple and no keys.
+  bool InBinary = false;
+  /// The entry's "triple", in the caller's memory.
+  llvm::StringRef Triple;
+  /// The entry's selection keys, in the caller's memory.
+  llvm::offloading::ImageKeys Keys;
   /// Set for an OIF_Metadata entry of a version 2 binary (no image).
   bool MetadataOnly = false;
 };

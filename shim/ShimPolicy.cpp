@@ -25,13 +25,9 @@ using namespace llvm::offloading;
 namespace kdl {
 namespace shim {
 
-static ImageKeys getKeys(const Candidate &C) {
-  return C.Binary ? getImageKeys(*C.Binary) : ImageKeys();
-}
-
 DeviceFamily familyOf(const Candidate &C) {
-  if (C.Binary)
-    return familyOf(Triple(C.Binary->getTriple()));
+  if (C.InBinary)
+    return familyOf(Triple(C.Triple));
   Expected<std::unique_ptr<ObjectFile>> Obj =
       ObjectFile::createObjectFile(MemoryBufferRef(C.Image, ""));
   if (!Obj) {
@@ -62,7 +58,7 @@ Selection selectImage(const DeviceInfo &Device,
   for (const Candidate *C : Candidates) {
     std::string Why;
     if (pluginAccepts(C->Image, Plugin, Why)) {
-      Accepted.push_back({C->Image, getKeys(*C)});
+      Accepted.push_back({C->Image, C->Keys});
       AcceptedFrom.push_back(C);
     } else {
       Rejected.push_back({C, std::move(Why)});
