@@ -4,7 +4,7 @@
 # from them (LLVM 22's llvm-offload-binary; one version 2 binary through
 # kdl.offload.writer), the in-process selection benchmark (against LLVM 22's
 # libLLVM.so.22.1 and, when built, the series' KDLOffloadMetadata library),
-# E's preloadable shim when the overlay build has it, and the harness version.
+# the preloadable shim (shim/) when the overlay build has it, and the harness version.
 # Output: build/gpu/ (ignored by git; the device call carries it).
 #
 #   bash gpu/prepare.sh            then, on the device:  bash gpu/run.sh CONFIG
@@ -71,6 +71,8 @@ pack nothing-fits.bin sm_80 sm_86
 # Selection benchmark inputs: 1, 8 and 64 real images; the device's own
 # (sm_90) image sits last, so first-wins scans them all too.
 pack sel-1.bin sm_90
+# The ranking-cost section: the image chosen on a 9.0 device, alone in a container.
+pack cost-1.bin sm_90a
 pack sel-8.bin sm_80 sm_86 sm_89 compute_80 sm_100 sm_120 sm_90a sm_90
 args=()
 for tag in t0 t1 t2 t3 t4 t5 t6 t7; do
@@ -115,7 +117,7 @@ else
 fi
 echo "first-wins" >>"$OUT/bin/POLICIES"
 
-# E's shim (LD_PRELOAD in front of liboffload), if the overlay build made it.
+# The shim (LD_PRELOAD in front of liboffload), if the overlay build made it.
 SHIM=$(find "$ROOT/build/overlay" -name 'libkdl*shim*.so' -o -name 'libKDL*Shim*.so' 2>/dev/null | head -1 || true)
 if [ -n "$SHIM" ]; then
   cp "$SHIM" "$OUT/lib/"

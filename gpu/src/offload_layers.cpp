@@ -12,7 +12,7 @@
 //                                    and a launch that reports which image ran
 //
 // Built against liboffload's OffloadAPI.h (LLVM 22) and linked against its
-// libLLVMOffload.so; the probe is what E's shim (LD_PRELOAD) is tested with.
+// libLLVMOffload.so; the probe is what the shim (LD_PRELOAD) is tested with.
 //
 //===----------------------------------------------------------------------===//
 
