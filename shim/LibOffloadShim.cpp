@@ -25,6 +25,7 @@
 #include <offload/OffloadAPI.h>
 
 #include <dlfcn.h>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -70,7 +71,7 @@ static bool findOrdinal(ol_device_handle_t Device, void *Data) {
 }
 
 /// Describes \p Device, or returns an error for one the shim cannot load on.
-static Expected<DeviceInfo> describe(ol_device_handle_t Device) {
+static Expected<DeviceInfo> query(ol_device_handle_t Device) {
   auto *GetInfo =
       lookup<decltype(olGetDeviceInfo)>(RTLD_DEFAULT, "olGetDeviceInfo");
   auto *GetPlatformInfo =
@@ -123,6 +124,37 @@ static Expected<DeviceInfo> describe(ol_device_handle_t Device) {
   }
 }
 
+/// True for LLVM 22's virtual host device, which has no plugin: liboffload
+/// dereferences a null plugin if asked to load a program on it.
+static bool isHostDevice(ol_device_handle_t Device) {
+  static auto *GetInfo =
+      lookup<decltype(olGetDeviceInfo)>(RTLD_DEFAULT, "olGetDeviceInfo");
+  static auto *GetPlatformInfo =
+      lookup<decltype(olGetPlatformInfo)>(RTLD_DEFAULT, "olGetPlatformInfo");
+  ol_platform_handle_t Platform = nullptr;
+  ol_platform_backend_t Backend = OL_PLATFORM_BACKEND_UNKNOWN;
+  if (!GetInfo || !GetPlatformInfo ||
+      GetInfo(Device, OL_DEVICE_INFO_PLATFORM, sizeof(Platform), &Platform) ||
+      GetPlatformInfo(Platform, OL_PLATFORM_INFO_BACKEND, sizeof(Backend),
+                      &Backend))
+    return true; // Let describe() say what is wrong.
+  return Backend == OL_PLATFORM_BACKEND_HOST;
+}
+
+/// query(), once per device: a device handle lives as long as liboffload.
+static Expected<DeviceInfo> describe(ol_device_handle_t Device) {
+  static std::mutex Lock;
+  static std::vector<std::pair<ol_device_handle_t, DeviceInfo>> Known;
+  std::lock_guard<std::mutex> Guard(Lock);
+  for (const auto &[Handle, Info] : Known)
+    if (Handle == Device)
+      return Info;
+  Expected<DeviceInfo> Info = query(Device);
+  if (Info)
+    Known.emplace_back(Device, *Info);
+  return Info;
+}
+
 namespace {
 /// What olCreateProgram would load for a device, or why it cannot.
 struct Plan {
@@ -141,6 +173,17 @@ static Plan plan(ol_device_handle_t Device, const void *Data, size_t Size) {
     P.Message = toString(std::move(Err));
     return P;
   }
+  // One image: nothing to choose. liboffload gets it as it would get a
+  // raw image, and accepts or refuses it itself.
+  const Candidate *Only = nullptr;
+  unsigned Images = 0;
+  for (const Candidate &C : P.Candidates)
+    if (!C.MetadataOnly && Images++ == 0)
+      Only = &C;
+  if (Images == 1 && !isHostDevice(Device)) {
+    P.Selected = Only->Index;
+    return P;
+  }
   Expected<DeviceInfo> D = describe(Device);
   if (!D) {
     P.Code = OL_ERRC_UNSUPPORTED;
@@ -151,8 +194,9 @@ static Plan plan(ol_device_handle_t Device, const void *Data, size_t Size) {
   for (const Candidate &C : P.Candidates)
     Ptrs.push_back(&C);
   std::optional<std::string> Tag = tagOverride();
-  Selection S = selectImage(*D, Ptrs, Tag);
-  if (infoEnabled(/*OpenMP=*/false) && !S.Report.empty())
+  bool Info = infoEnabled(/*OpenMP=*/false);
+  Selection S = selectImage(*D, Ptrs, Tag, /*Report=*/Info);
+  if (Info && !S.Report.empty())
     printLine(S.Report);
   if (!S.Selected) {
     P.Code = OL_ERRC_INVALID_BINARY;

@@ -126,7 +126,7 @@ static std::unique_ptr<Filtered> filter(__tgt_bin_desc *Desc) {
       continue;
     Decided.insert(Family);
     for (const DeviceInfo &D : Devices) {
-      Selection S = selectImage(D, Ranked, Tag);
+      Selection S = selectImage(D, Ranked, Tag, Info);
       if (Info && !S.Report.empty())
         printLine(S.Report);
       if (S.Selected)

@@ -42,7 +42,7 @@ DeviceFamily familyOf(const Candidate &C) {
 
 Selection selectImage(const DeviceInfo &Device,
                       ArrayRef<const Candidate *> Candidates,
-                      std::optional<StringRef> Tag) {
+                      std::optional<StringRef> Tag, bool Report) {
   Selection S;
   PluginDevice Plugin{Triple(Device.Triple), Device.Arch, Device.Arch};
   SmallVector<StringRef, 16> Features(Device.Features.begin(),
@@ -65,35 +65,39 @@ Selection selectImage(const DeviceInfo &Device,
     }
   }
 
-  raw_string_ostream OS(S.Report);
-  OS << "image selection for " << Device.Triple << " " << Device.Arch << " ("
-     << Device.Label << ")";
-  if (Tag)
-    OS << " with variant_tag=" << *Tag;
-  OS << ": ";
   if (Accepted.empty()) {
-    OS << "no image";
     raw_string_ostream Err(S.Error);
     Err << "no compatible image for " << Device.Label << "; available:";
     for (auto [C, Why] : Rejected)
       Err << " [" << C->Index << "] " << Why << ";";
     S.Error.pop_back();
+    if (Report)
+      S.Report = "image selection for " + Device.Triple + " " + Device.Arch +
+                 " (" + Device.Label + "): no image";
     return S;
   }
 
   ImageSelection Choice =
       offloading::selectImage(Accepted, Dev, Tag ? *Tag : StringRef());
   S.Selected = AcceptedFrom[Choice.Index]->Index;
-  OS << "image " << *S.Selected << " (";
+  if (Choice.TagIgnored)
+    printLine("note: no image for " + Device.Label +
+              " has variant_tag=" + *Tag + "; the tag is ignored");
+  if (!Report)
+    return S;
+
+  raw_string_ostream OS(S.Report);
+  OS << "image selection for " << Device.Triple << " " << Device.Arch << " ("
+     << Device.Label << ")";
+  if (Tag)
+    OS << " with variant_tag=" << *Tag;
+  OS << ": image " << *S.Selected << " (";
   describeImage(OS, Accepted[Choice.Index], Dev);
   OS << ")";
   if (Choice.Kind == ImageSelectionKind::FirstUnranked)
     OS << ", kept: the first compatible image cannot be ranked";
-  if (Choice.TagIgnored) {
+  if (Choice.TagIgnored)
     OS << ", no image has the tag";
-    printLine("note: no image for " + Device.Label +
-              " has variant_tag=" + *Tag + "; the tag is ignored");
-  }
   for (auto [I, C] : enumerate(AcceptedFrom)) {
     if (I == Choice.Index)
       continue;

@@ -43,10 +43,11 @@ struct Selection {
 };
 
 /// Ranks \p Candidates for \p Device with the series' library. With \p Tag,
-/// only images whose variant_tag equals it are eligible.
+/// only images whose variant_tag equals it are eligible. The report text is
+/// built only when \p Report is set (the error text always).
 Selection selectImage(const DeviceInfo &Device,
                       llvm::ArrayRef<const Candidate *> Candidates,
-                      std::optional<llvm::StringRef> Tag);
+                      std::optional<llvm::StringRef> Tag, bool Report);
 
 /// The device family \p C is built for: from the triple of its OffloadBinary
 /// entry, or from the ELF machine of a raw image.
