@@ -176,14 +176,27 @@ def environment(bindir: Path) -> dict[str, Any]:
     return env
 
 
+_SHIM_TIMING = re.compile(r"^kdl: timing (.*)$", re.MULTILINE)
+
+
 def cold_series(
     jobs: list[tuple[str, list[str], dict[str, str]]], n: int
 ) -> dict[str, list[dict[str, Any]]]:
-    """Run each job n times in fresh processes, round-robin across jobs."""
+    """Run each job n times in fresh processes, round-robin across jobs.
+
+    A shim timing line on stderr (KDL_SHIM_TIMING) goes into the document
+    as ``shim_timing``.
+    """
     res: dict[str, list[dict[str, Any]]] = {name: [] for name, _, _ in jobs}
     for i in range(n):
         for name, argv, extra in jobs:
-            doc = run_json(argv, extra)
+            err: list[str] = []
+            doc = run_json(argv, extra, stderr_to=err)
+            m = _SHIM_TIMING.search(err[0]) if doc is not None and err else None
+            if doc is not None and m:
+                doc["shim_timing"] = {
+                    k: int(v) for k, v in (kv.split("=") for kv in m[1].split())
+                }
             if doc is not None:
                 res[name].append(doc)
             elif i == 0:
@@ -252,7 +265,7 @@ def cost(bindir: Path, c: dict[str, int]) -> dict[str, Any]:
     shim = shim_path()
     if shim is None:
         raise SystemExit("cost: no shim in build/gpu/lib (run gpu/prepare.sh)")
-    preload = {"LD_PRELOAD": str(shim)}
+    preload = {"LD_PRELOAD": str(shim), "KDL_SHIM_TIMING": "1"}
     raw = str(IMG / "gemm.sm_90a.cubin")
     jobs: list[tuple[str, list[str], dict[str, str]]] = [
         ("raw", [lo, "cold", raw], {}),
