@@ -128,4 +128,5 @@ def test_results_name_their_files() -> None:
         "clang-selection-h100.log",
         "runtime-select-h100.json",
         "runtime-select-h100.log",
+        "ranking-cost",
     }, gpu

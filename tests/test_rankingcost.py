@@ -1,0 +1,54 @@
+"""results/gpu/ranking-cost/: regenerated from the committed raw files, checked."""
+
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+
+import pytest
+
+from kdl import rankingcost
+from kdl.errors import WorkspaceError
+
+
+def test_committed_files_are_what_the_raw_files_give() -> None:
+    for name, text in rankingcost.generate().items():
+        path = rankingcost.DIR / name
+        assert path.read_text() == text, (
+            f"{path} differs from what `python -m kdl.rankingcost report` makes"
+        )
+
+
+def test_verdicts_recomputed_from_the_raw_samples() -> None:
+    doc = json.loads(rankingcost.SUMMARY.read_text())
+    devices = set()
+    for run in doc["runs"]:
+        raw = json.loads((rankingcost.DIR / run["raw"]).read_text())
+        cold = raw["cost"]["cold"]
+        base = statistics.median(d["module_load_cold"] for d in cold["raw"])
+        allowed = max(5000.0, 0.02 * base)
+        for verdict in run["goal"]["verdicts"]:
+            samples = cold[f"container-{verdict['images']}+shim"]
+            added = statistics.median(d["module_load_cold"] for d in samples) - base
+            assert verdict["added_ns"] == pytest.approx(added, rel=1e-5)
+            assert verdict["met"] == (added <= allowed)
+        # Every process ran the image the ranking chose (the sm_90a marker).
+        for docs in cold.values():
+            assert {d["marker_variant"] for d in docs} == {4}
+        devices.add(run["device"])
+    assert any("H100" in d for d in devices) and any("H200" in d for d in devices)
+
+
+def test_each_run_names_its_device_and_harness() -> None:
+    for run in json.loads(rankingcost.SUMMARY.read_text())["runs"]:
+        assert run["device"].startswith("NVIDIA ")
+        assert run["harness"]["version"] in run["raw"]
+        assert run["raw"].startswith("raw-h")
+
+
+def test_import_refuses_a_raw_file_of_another_section(tmp_path: Path) -> None:
+    other = tmp_path / "raw-layers.json"
+    other.write_text(json.dumps({"harness": {}, "environment": {}, "layers": {}}))
+    with pytest.raises(WorkspaceError, match="not a raw file of the cost section"):
+        rankingcost.import_raw(other, tmp_path)
