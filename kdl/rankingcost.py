@@ -114,6 +114,9 @@ def summarize(raw: Json) -> Json:
     variants: Json = {}
     for name, values in cold.items():
         entry: Json = {
+            "images": int(name.split("+")[0].removeprefix("container-"))
+            if name.startswith("container-")
+            else 1,
             "file": cost["files"][name]["file"],
             "bytes": cost["files"][name]["bytes"],
             "cold": stat(values),
