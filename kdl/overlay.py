@@ -270,6 +270,9 @@ def build_overlay(
     start = time.monotonic()
     src_dir = build_dir / "src"
     not_built = extract_series(src_dir, prefix=prefix)
+    not_built += extract_series(
+        build_dir / "src-test-suite", series.load(paths.TEST_SUITE_SERIES), prefix
+    )
     _configure(build_dir, src_dir, prefix)
     linked = _build(build_dir, jobs)
     overlay = _layout(build_dir, not_built)

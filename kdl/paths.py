@@ -8,6 +8,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PATCHES = ROOT / "patches"
 SERIES = PATCHES / "series"
+#: The llvm-test-suite series (its own index, applied to llvm-test-suite).
+TEST_SUITE_SERIES = PATCHES / "test-suite" / "series"
 LLVM_TESTS = ROOT / "llvm-tests"
 RESULTS = ROOT / "results"
 RFC_OUT = ROOT / "rfc" / "out"

@@ -180,3 +180,35 @@ def test_build_in_a_new_directory(tmp_path: Path) -> None:
         [str(fresh.select_tool), "--help"], capture_output=True, text=True, check=True
     ).stdout
     assert "--device=<triple=T,arch=A[,isa=I]...[,feature=F]...>" in out
+
+
+@pytest.mark.overlay
+@pytest.mark.slow
+def test_test_suite_benchmark_runs_and_says_it_has_no_gpu(
+    built: overlay.Overlay,
+) -> None:
+    """llvm-test-suite's OffloadDispatch, built against LLVM 22, without a GPU."""
+    bench = built.bin_dir / "OffloadDispatch"
+    (args_file,) = (built.build_dir / "test-suite").rglob("OffloadDispatch.args")
+    result = subprocess.run(
+        [str(bench), *args_file.read_text().split()],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "OffloadDispatch: no GPU device; nothing measured\n"
+
+
+def test_test_suite_series_is_clang_formatted(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    overlay.extract_series(src, series.load(paths.TEST_SUITE_SERIES))
+    files = [src / "MicroBenchmarks/Offload/OffloadDispatch.cpp"]
+    files.append(paths.OVERLAY_SRC / "test-suite" / "OffloadMainAPI.h")
+    result = subprocess.run(
+        [CLANG_FORMAT, "--style=LLVM", "--dry-run", "-Werror", *map(str, files)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
