@@ -12,7 +12,8 @@
 # libbenchmark and the shim. run starts the benchmark twice, as the suite's
 # lit runner would but with google-benchmark's JSON output: on LLVM 22's
 # liboffload alone, and with the shim preloaded (which ranks the
-# OffloadBinary's images); it writes $OUT/offload-dispatch.{log,json}.
+# OffloadBinary's images), then once more with KDL_INFO to log which image
+# the shim chose (not timed); it writes $OUT/offload-dispatch.{log,json}.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=gpu/common.sh
@@ -45,9 +46,13 @@ run() {
     "$TS/OffloadDispatch" "${args[@]}" --benchmark_out="$OUT/llvm22.json" \
       "$TS/images" >/dev/null || echo "exit $?"
     echo "== LLVM 22 + shim"
-    LD_PRELOAD=$TS/lib/libkdl-offload-shim.so KDL_INFO=1 "$TS/OffloadDispatch" \
+    LD_PRELOAD=$TS/lib/libkdl-offload-shim.so "$TS/OffloadDispatch" \
       "${args[@]}" --benchmark_out="$OUT/shim.json" "$TS/images" >/dev/null ||
       echo "exit $?"
+    echo "== LLVM 22 + shim: the image chosen from the OffloadBinary (KDL_INFO)"
+    LD_PRELOAD=$TS/lib/libkdl-offload-shim.so KDL_INFO=1 "$TS/OffloadDispatch" \
+      --benchmark_filter=offload --benchmark_min_time=0.000001 "$TS/images" \
+      2>&1 >/dev/null | sort | uniq -c || echo "exit $?"
   } 2>&1 | tee "$OUT/offload-dispatch.log"
   python3 - "$OUT" "$TS" >"$OUT/offload-dispatch.json" <<'PY'
 import json, subprocess, sys
