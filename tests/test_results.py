@@ -129,4 +129,30 @@ def test_results_name_their_files() -> None:
         "runtime-select-h100.json",
         "runtime-select-h100.log",
         "ranking-cost",
+        "offload-dispatch-h100.json",
+        "offload-dispatch-h100.log",
     }, gpu
+
+
+def test_test_suite_benchmark_ran_on_the_gpu() -> None:
+    """llvm-test-suite's OffloadDispatch on an H100: LLVM 22 refuses the
+    OffloadBinary, the shim loads the image it ranks first (sm_90a)."""
+    doc = json.loads((RESULTS / "gpu" / "offload-dispatch-h100.json").read_text())
+    assert doc["device"].startswith("NVIDIA H100") and doc["harness"]
+
+    def runs(stack: str, name: str) -> list[dict[str, object]]:
+        return [
+            b
+            for b in doc[stack]["benchmarks"]
+            if b["run_name"] == name and b["run_type"] == "iteration"
+        ]
+
+    refused = runs("llvm22", "CreateProgram/offload:3")
+    assert refused and all(b.get("error_occurred") for b in refused)
+    loaded = runs("shim", "CreateProgram/offload:3")
+    assert loaded and not any(b.get("error_occurred") for b in loaded)
+    for stack in ("llvm22", "shim"):
+        assert runs(stack, "CreateProgram/image:sm_90a")
+        assert runs(stack, "LaunchSync")
+    log = (RESULTS / "gpu" / "offload-dispatch-h100.log").read_text()
+    assert "image 2 (sm_90a, exact fit)" in log
