@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import random
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -784,7 +784,13 @@ def write_report(raw_path: Path = RAW, out_dir: Path = RESULTS_GPU) -> list[Path
     return written
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def cli(
+    argv: Sequence[str] | None,
+    module: str,
+    import_raw: Callable[[Path], Path],
+    write_report: Callable[[], list[Path]],
+) -> int:
+    """``python -m MODULE import RAW | report`` for a results module."""
     args = list(sys.argv[1:] if argv is None else argv)
     try:
         if len(args) == 2 and args[0] == "import":
@@ -795,11 +801,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(p)
             return 0
         raise UsageError(
-            "usage: python -m kdl.gpureport import RAW | python -m kdl.gpureport report"
+            f"usage: python -m {module} import RAW | python -m {module} report"
         )
     except WorkspaceError as e:
         print(f"error: {e}", file=sys.stderr)
         return e.exit_code
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return cli(argv, "kdl.gpureport", import_raw, write_report)
 
 
 if __name__ == "__main__":

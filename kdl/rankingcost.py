@@ -21,12 +21,11 @@ from __future__ import annotations
 
 import json
 import random
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from kdl.errors import UsageError, WorkspaceError
+from kdl.errors import WorkspaceError
 from kdl.gpureport import (
     BOOTSTRAP_RESAMPLES,
     BOOTSTRAP_SEED,
@@ -34,6 +33,7 @@ from kdl.gpureport import (
     _esc,
     _fmt_ns,
     _round,
+    cli,
     dump,
     load_json,
     percentile,
@@ -407,24 +407,16 @@ def import_raw(src: Path, directory: Path = DIR) -> Path:
     return dst
 
 
+def write_report(directory: Path = DIR) -> list[Path]:
+    written = []
+    for name, text in generate(directory).items():
+        (directory / name).write_text(text)
+        written.append(directory / name)
+    return written
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = list(sys.argv[1:] if argv is None else argv)
-    try:
-        if len(args) == 2 and args[0] == "import":
-            print(import_raw(Path(args[1])))
-            return 0
-        if args == ["report"]:
-            for name, text in generate().items():
-                (DIR / name).write_text(text)
-                print(DIR / name)
-            return 0
-        raise UsageError(
-            "usage: python -m kdl.rankingcost import RAW | "
-            "python -m kdl.rankingcost report"
-        )
-    except WorkspaceError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return e.exit_code
+    return cli(argv, "kdl.rankingcost", import_raw, write_report)
 
 
 if __name__ == "__main__":

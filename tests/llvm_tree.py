@@ -439,6 +439,15 @@ def synthesize_bases(patches: list[bytes]) -> dict[str, str]:
     return {path: base.text() for path, base in bases.items()}
 
 
+def kdl(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    """``kdl ARGV...`` in this process: (status, stdout, stderr)."""
+    from kdl.cli import main
+
+    status = main(list(argv))
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
 def apply_argv(llvm: Path, series: SeriesDir, *extra: str) -> list[str]:
     """`python -m kdl apply` of *series* onto *llvm*, as a child process."""
     args = ["--llvm", str(llvm), "--series", str(series.series), *extra]

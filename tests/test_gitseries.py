@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 
 from kdl import paths
-from kdl.cli import main
 from kdl.series import load
 from tests.llvm_tree import (
     OFFLOAD_API,
@@ -26,6 +25,7 @@ from tests.llvm_tree import (
     default_edits,
     git,
     isolated_git,  # noqa: F401  (autouse fixture)
+    kdl,
     make_series,
     replace,
     snapshot,
@@ -38,12 +38,6 @@ P1 = "0001-Object-Offload-Add-standard-OffloadBinary-metadata-k.patch"
 P2 = "0002-Object-Offload-Check-image-metadata-against-a-device.patch"
 P3 = "0003-Offload-Load-the-best-ranked-image.patch"
 P4 = "0004-Offload-Document-ranked-selection.patch"
-
-
-def kdl(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    status = main(list(argv))
-    out, err = capsys.readouterr()
-    return status, out, err
 
 
 def on_series(

@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 
-from kdl.cli import main
 from kdl.pr import token_from
 from tests.llvm_tree import (
     SeriesDir,
     default_edits,
     git,
     isolated_git,  # noqa: F401  (autouse fixture)
+    kdl,
 )
 from tests.rfc_support import Reply, isolate, loopback
 
@@ -31,6 +31,12 @@ def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 
 
 @pytest.fixture
+def token(monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    return TOKEN
+
+
+@pytest.fixture
 def applied(
     capsys: pytest.CaptureFixture[str], llvm: Path, series: SeriesDir, tmp_path: Path
 ) -> tuple[Path, SeriesDir, Path]:
@@ -43,12 +49,6 @@ def applied(
     git(tmp_path, "init", "-q", "--bare", str(remote))
     git(llvm, "remote", "add", "origin", str(remote))
     return llvm, series, remote
-
-
-def kdl(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    status = main(list(argv))
-    out, err = capsys.readouterr()
-    return status, out, err
 
 
 def pr(
@@ -82,6 +82,11 @@ def created(number: int) -> Reply:
     )
 
 
+def new_prs(*numbers: int) -> list[Reply]:
+    """GitHub's answers for PRs it does not know yet: none open, then created."""
+    return [r for n in numbers for r in (Reply(200, []), created(n))]
+
+
 def branches(n: int) -> list[str]:
     return [f"users/{LOGIN}/{TOPIC}-{i}" for i in range(1, n + 1)]
 
@@ -90,10 +95,9 @@ def test_dry_run_is_the_default_and_sends_nothing(
     capsys: pytest.CaptureFixture[str],
     applied: tuple[Path, SeriesDir, Path],
     loopback: Any,
-    monkeypatch: pytest.MonkeyPatch,
+    token: str,
 ) -> None:
     llvm, series, remote = applied
-    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
     server = loopback()
     status, out, err = pr(capsys, llvm, series, "--api", server.url)
     assert status == 0, err
@@ -110,18 +114,10 @@ def test_post_pushes_stacked_branches_and_creates_prs(
     capsys: pytest.CaptureFixture[str],
     applied: tuple[Path, SeriesDir, Path],
     loopback: Any,
-    monkeypatch: pytest.MonkeyPatch,
+    token: str,
 ) -> None:
     llvm, series, remote = applied
-    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
-    server = loopback(
-        Reply(200, []),
-        created(101),
-        Reply(200, []),
-        created(102),
-        Reply(200, []),
-        created(103),
-    )
+    server = loopback(*new_prs(101, 102, 103))
     status, out, err = pr(capsys, llvm, series, "--api", server.url, "--post")
     assert status == 0, err
     # The branches point at the applied commits, in order.
@@ -155,13 +151,10 @@ def test_a_second_run_updates_the_recorded_prs(
     capsys: pytest.CaptureFixture[str],
     applied: tuple[Path, SeriesDir, Path],
     loopback: Any,
-    monkeypatch: pytest.MonkeyPatch,
+    token: str,
 ) -> None:
     llvm, series, remote = applied
-    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
-    first = loopback(
-        *[r for n in (101, 102, 103) for r in (Reply(200, []), created(n))]
-    )
+    first = loopback(*new_prs(101, 102, 103))
     assert pr(capsys, llvm, series, "--api", first.url, "--post")[0] == 0
     # Amend the last commit: the push must move its branch, the PR be updated.
     git(llvm, "commit", "-q", "--amend", "-m", "[Offload] A better subject")
@@ -181,18 +174,10 @@ def test_an_open_pr_found_by_branch_is_updated_not_duplicated(
     capsys: pytest.CaptureFixture[str],
     applied: tuple[Path, SeriesDir, Path],
     loopback: Any,
-    monkeypatch: pytest.MonkeyPatch,
+    token: str,
 ) -> None:
     llvm, series, _ = applied
-    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
-    server = loopback(
-        Reply(200, [{"number": 77}]),
-        created(77),
-        Reply(200, []),
-        created(78),
-        Reply(200, []),
-        created(79),
-    )
+    server = loopback(Reply(200, [{"number": 77}]), created(77), *new_prs(78, 79))
     assert pr(capsys, llvm, series, "--api", server.url, "--post")[0] == 0
     assert [r.method for r in server.requests] == [
         "GET",
@@ -209,10 +194,9 @@ def test_validation_error_is_one_line_and_keeps_what_was_made(
     capsys: pytest.CaptureFixture[str],
     applied: tuple[Path, SeriesDir, Path],
     loopback: Any,
-    monkeypatch: pytest.MonkeyPatch,
+    token: str,
 ) -> None:
     llvm, series, _ = applied
-    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
     server = loopback(
         Reply(200, []),
         created(101),
@@ -245,24 +229,16 @@ def test_rate_limit_with_retry_after_is_waited_out(
     capsys: pytest.CaptureFixture[str],
     applied: tuple[Path, SeriesDir, Path],
     loopback: Any,
-    monkeypatch: pytest.MonkeyPatch,
+    token: str,
 ) -> None:
     llvm, series, _ = applied
-    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
     limited = Reply(
         403,
         {"message": "You have exceeded a secondary rate limit."},
         {"Retry-After": "0"},
     )
     server = loopback(
-        limited,
-        Reply(200, []),
-        created(101),
-        Reply(200, []),
-        limited,
-        created(102),
-        Reply(200, []),
-        created(103),
+        limited, *new_prs(101), Reply(200, []), limited, created(102), *new_prs(103)
     )
     status, _, err = pr(capsys, llvm, series, "--api", server.url, "--post")
     assert status == 0, err
@@ -273,10 +249,9 @@ def test_forbidden_without_rate_limit_is_not_retried(
     capsys: pytest.CaptureFixture[str],
     applied: tuple[Path, SeriesDir, Path],
     loopback: Any,
-    monkeypatch: pytest.MonkeyPatch,
+    token: str,
 ) -> None:
     llvm, series, _ = applied
-    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
     server = loopback(Reply(403, {"message": "Resource not accessible by token"}))
     status, _, err = pr(capsys, llvm, series, "--api", server.url, "--post")
     assert status != 0 and len(server.requests) == 1
@@ -296,10 +271,9 @@ def test_global_dry_run_wins_over_post(
     capsys: pytest.CaptureFixture[str],
     applied: tuple[Path, SeriesDir, Path],
     loopback: Any,
-    monkeypatch: pytest.MonkeyPatch,
+    token: str,
 ) -> None:
     llvm, series, remote = applied
-    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
     server = loopback()
     argv = ["--dry-run", "pr", "--llvm", str(llvm), "--series", str(series.series)]
     status, out, _ = kdl(capsys, *argv, "--login", LOGIN, "--api", server.url, "--post")
@@ -331,10 +305,9 @@ def test_unformatted_changes_stop_the_prs(
     capsys: pytest.CaptureFixture[str],
     applied: tuple[Path, SeriesDir, Path],
     loopback: Any,
-    monkeypatch: pytest.MonkeyPatch,
+    token: str,
 ) -> None:
     llvm, series, remote = applied
-    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
     (llvm / "offload/Badly.cpp").write_text("int   main( ){return 0 ;}\n")
     git(llvm, "add", "-A")
     git(llvm, "commit", "-q", "--amend", "--no-edit")

@@ -39,6 +39,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "PluginCompat.h"
+#include "common.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"
@@ -84,11 +85,8 @@ template <typename T> static inline void doNotOptimize(const T &Value) {
   asm volatile("" : : "r,m"(Value) : "memory");
 }
 
-static uint64_t nowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
+/// The GPU harness's clock (gpu/src/common.h), as an unsigned count.
+static uint64_t nowNs() { return static_cast<uint64_t>(kdl::nowNs()); }
 
 /// Today's policy: libomptarget's PluginManager::registerLib loads, per
 /// device, the first image the plugin accepts.
