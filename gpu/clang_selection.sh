@@ -103,8 +103,53 @@ run() {
     "$SEL" >"$OUT/clang-selection.json"
 }
 
+# cost: what registerLib costs with the shim's choice and without it, for
+# the two-image mark-90-first, in KDL_REGISTER_PROCS fresh processes per
+# variant (interleaved): the shim times its choice and libomptarget's own
+# __tgt_register_lib of what it hands on (KDL_SHIM_TIMING); KDL_SHIM_BYPASS
+# hands the descriptor on unranked. Writes $OUT/register-cost.json.
+cost() {
+  OUT=${OUT:-$ROOT/build/gpu-sel-out}
+  mkdir -p "$OUT"
+  kdl_unpack_debs
+  local shim=$SEL/libkdl-offload-shim.so procs=${KDL_REGISTER_PROCS:-40}
+  cd "$SEL"
+  for p in $(seq "$procs"); do
+    for v in ranked bypass; do
+      local extra=()
+      [ "$v" = bypass ] && extra=(KDL_SHIM_BYPASS=1)
+      echo "== $v $p"
+      env "${extra[@]}" KDL_SHIM_TIMING=1 LD_PRELOAD="$shim" ./mark-90-first 2>&1 || true
+    done
+  done >"$OUT/register-cost.log"
+  python3 - "$OUT/register-cost.log" "$SEL" >"$OUT/register-cost.json" <<'PY'
+import json, re, subprocess, sys
+from pathlib import Path
+log, sel = Path(sys.argv[1]).read_text(), Path(sys.argv[2])
+runs = {"ranked": [], "bypass": []}
+for block in re.split(r"^== ", log, flags=re.M)[1:]:
+    head, _, body = block.partition("\n")
+    variant = head.split()[0]
+    t = re.search(r"^kdl: timing __tgt_register_lib (.*)$", body, re.M)
+    ran = re.search(r"^ran image: (\S+)", body, re.M)
+    sample = {k: int(v) for k, v in (kv.split("=") for kv in t[1].split())} if t else {}
+    sample["ran"] = ran[1] if ran else None
+    runs[variant].append(sample)
+print(json.dumps({
+    "device": subprocess.run(
+        ["nvidia-smi", "--query-gpu=name,driver_version,compute_cap",
+         "--format=csv,noheader"], capture_output=True, text=True).stdout.strip(),
+    "harness": (sel / "VERSION").read_text().strip(),
+    "program": "mark-90-first: two cubins (sm_90 registered first, sm_90a), "
+               "each in an OffloadBinary, by llvm-offload-wrapper",
+    "runs": runs,
+}, indent=1))
+PY
+}
+
 case ${1:-} in
 prepare) prepare ;;
 run) run ;;
-*) echo "usage: $0 prepare|run" >&2; exit 2 ;;
+cost) cost ;;
+*) echo "usage: $0 prepare|run|cost" >&2; exit 2 ;;
 esac

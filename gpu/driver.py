@@ -176,7 +176,7 @@ def environment(bindir: Path) -> dict[str, Any]:
     return env
 
 
-_SHIM_TIMING = re.compile(r"^kdl: timing (.*)$", re.MULTILINE)
+_SHIM_TIMING = re.compile(r"^kdl: timing olCreateProgram (.*)$", re.MULTILINE)
 
 
 def cold_series(

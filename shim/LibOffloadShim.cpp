@@ -18,15 +18,13 @@
 #include "ShimDevices.h"
 #include "ShimImages.h"
 #include "ShimPolicy.h"
+#include "ShimTiming.h"
 
 #include "llvm/ADT/Twine.h"
 #include "llvm/Support/Error.h"
 
 #include <offload/OffloadAPI.h>
 
-#include <chrono>
-#include <cstdio>
-#include <cstdlib>
 #include <dlfcn.h>
 #include <mutex>
 #include <string>
@@ -168,47 +166,17 @@ struct Plan {
 };
 } // namespace
 
-namespace {
-/// KDL_SHIM_TIMING=1: the time the first olCreateProgram of an OffloadBinary
-/// spent in each step of the shim, printed when the process exits (so the
-/// printing is not inside the call being timed).
-struct Timing {
-  using Clock = std::chrono::steady_clock;
-  bool Enabled = std::getenv("KDL_SHIM_TIMING") != nullptr;
-  bool Recorded = false;
-  int64_t Read = 0, Describe = 0, Select = 0, Forward = 0;
-  unsigned Images = 0;
-
-  static int64_t since(Clock::time_point T) {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() -
-                                                                T)
-        .count();
-  }
-  ~Timing() {
-    if (Recorded)
-      std::fprintf(stderr,
-                   "kdl: timing images=%u read_ns=%lld describe_ns=%lld "
-                   "select_ns=%lld forward_ns=%lld\n",
-                   Images, static_cast<long long>(Read),
-                   static_cast<long long>(Describe),
-                   static_cast<long long>(Select),
-                   static_cast<long long>(Forward));
-  }
-};
-} // namespace
-
-static Timing FirstCall;
+/// KDL_SHIM_TIMING: the steps of the first olCreateProgram of an
+/// OffloadBinary (ShimTiming.h).
+static FirstCallTiming FirstCall("olCreateProgram");
 
 static Plan plan(ol_device_handle_t Device, const void *Data, size_t Size) {
   Plan P;
   StringRef Buffer(static_cast<const char *>(Data), Size);
-  bool Time = FirstCall.Enabled && !FirstCall.Recorded;
-  Timing::Clock::time_point T = Timing::Clock::now();
+  FirstCallTiming::Clock::time_point T = FirstCallTiming::Clock::now();
   Error ReadErr = readBinaries(Buffer, -1, P.Candidates);
-  if (Time) {
-    FirstCall.Read = Timing::since(T);
-    FirstCall.Images = P.Candidates.size();
-  }
+  FirstCall.set("images", P.Candidates.size());
+  FirstCall.since("read_ns", T);
   if (Error Err = std::move(ReadErr)) {
     P.Code = OL_ERRC_INVALID_BINARY;
     P.Message = toString(std::move(Err));
@@ -225,10 +193,9 @@ static Plan plan(ol_device_handle_t Device, const void *Data, size_t Size) {
     P.Selected = Only->Index;
     return P;
   }
-  T = Timing::Clock::now();
+  T = FirstCallTiming::Clock::now();
   Expected<DeviceInfo> D = describe(Device);
-  if (Time)
-    FirstCall.Describe = Timing::since(T);
+  FirstCall.since("describe_ns", T);
   if (!D) {
     P.Code = OL_ERRC_UNSUPPORTED;
     P.Message = toString(D.takeError());
@@ -239,10 +206,9 @@ static Plan plan(ol_device_handle_t Device, const void *Data, size_t Size) {
     Ptrs.push_back(&C);
   std::optional<std::string> Tag = tagOverride();
   bool Info = infoEnabled(/*OpenMP=*/false);
-  T = Timing::Clock::now();
+  T = FirstCallTiming::Clock::now();
   Selection S = selectImage(*D, Ptrs, Tag, /*Report=*/Info);
-  if (Time)
-    FirstCall.Select = Timing::since(T);
+  FirstCall.since("select_ns", T);
   if (Info && !S.Report.empty())
     printLine(S.Report);
   if (!S.Selected) {
@@ -278,12 +244,12 @@ static ol_result_t createProgram(ol_device_handle_t Device,
     return makeError(P.Code, P.Message);
   }
   StringRef Image = P.Candidates[*P.Selected].Image;
-  if (!FirstCall.Enabled || FirstCall.Recorded)
+  if (!FirstCall.wanted())
     return Forward(Image.data(), Image.size());
-  Timing::Clock::time_point T = Timing::Clock::now();
+  FirstCallTiming::Clock::time_point T = FirstCallTiming::Clock::now();
   ol_result_t Result = Forward(Image.data(), Image.size());
-  FirstCall.Forward = Timing::since(T);
-  FirstCall.Recorded = true;
+  FirstCall.since("forward_ns", T);
+  FirstCall.done();
   return Result;
 }
 

@@ -19,12 +19,14 @@
 #include "ShimDevices.h"
 #include "ShimImages.h"
 #include "ShimPolicy.h"
+#include "ShimTiming.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/Support/Error.h"
 #include "llvm/TargetParser/Triple.h"
 
+#include <cstdlib>
 #include <dlfcn.h>
 #include <map>
 #include <mutex>
@@ -166,17 +168,31 @@ static std::unique_ptr<Filtered> filter(__tgt_bin_desc *Desc) {
   return F;
 }
 
+/// KDL_SHIM_TIMING: the first __tgt_register_lib, split into the shim's
+/// choice and libomptarget's own registration (ShimTiming.h). With
+/// KDL_SHIM_BYPASS set, descriptors pass through unranked: libomptarget's
+/// first compatible image, timed the same way, for comparison.
+static FirstCallTiming FirstRegister("__tgt_register_lib");
+
 extern "C" KDL_SHIM_EXPORT void __tgt_register_lib(__tgt_bin_desc *Desc) {
   static auto *Real = next<void(__tgt_bin_desc *)>("__tgt_register_lib");
+  static const bool Bypass = std::getenv("KDL_SHIM_BYPASS") != nullptr;
   __tgt_bin_desc *Use = Desc;
-  if (Desc && Desc->NumDeviceImages > 0) {
+  FirstCallTiming::Clock::time_point T = FirstCallTiming::Clock::now();
+  if (Desc && Desc->NumDeviceImages > 0 && !Bypass) {
     std::lock_guard<std::mutex> Guard(Lock);
     if (std::unique_ptr<Filtered> F = filter(Desc)) {
       Use = &F->Desc;
       registry()[Desc] = std::move(F);
     }
   }
+  FirstRegister.set("images", Desc ? Desc->NumDeviceImages : 0);
+  FirstRegister.set("registered", Use ? Use->NumDeviceImages : 0);
+  FirstRegister.since("choose_ns", T);
+  T = FirstCallTiming::Clock::now();
   Real(Use);
+  FirstRegister.since("register_ns", T);
+  FirstRegister.done();
 }
 
 extern "C" KDL_SHIM_EXPORT void __tgt_unregister_lib(__tgt_bin_desc *Desc) {
