@@ -52,3 +52,18 @@ def test_import_refuses_a_raw_file_of_another_section(tmp_path: Path) -> None:
     other.write_text(json.dumps({"harness": {}, "environment": {}, "layers": {}}))
     with pytest.raises(WorkspaceError, match="not a raw file of the cost section"):
         rankingcost.import_raw(other, tmp_path)
+
+
+def test_register_lib_runs_ran_the_chosen_image() -> None:
+    """With the choice the program ran sm_90a, without it sm_90 (listed first)."""
+    doc = json.loads(rankingcost.SUMMARY.read_text())
+    (reg,) = doc["register_lib"]
+    assert reg["ranked"]["ran"] == ["sm_90a"] and reg["bypass"]["ran"] == ["sm_90"]
+    raw = json.loads((rankingcost.DIR / reg["raw"]).read_text())
+    totals = {
+        v: statistics.median(s["choose_ns"] + s["register_ns"] for s in samples)
+        for v, samples in raw["runs"].items()
+    }
+    assert reg["total_added"]["median"] == pytest.approx(
+        totals["ranked"] - totals["bypass"], rel=1e-5
+    )
