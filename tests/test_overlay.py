@@ -118,7 +118,10 @@ def test_cpp_is_clang_formatted(tmp_path: Path) -> None:
     """clang-format (LLVM style) leaves the series' and the overlay's C++ as is."""
     src = tmp_path / "src"
     overlay.extract_series(src)
-    files = [src / rel for rel in SERIES_CPP] + OVERLAY_CPP
+    assert_clang_formatted([src / rel for rel in SERIES_CPP] + OVERLAY_CPP)
+
+
+def assert_clang_formatted(files: list[Path]) -> None:
     result = subprocess.run(
         [CLANG_FORMAT, "--style=LLVM", "--dry-run", "-Werror", *map(str, files)],
         capture_output=True,
@@ -203,12 +206,9 @@ def test_test_suite_benchmark_runs_and_says_it_has_no_gpu(
 def test_test_suite_series_is_clang_formatted(tmp_path: Path) -> None:
     src = tmp_path / "src"
     overlay.extract_series(src, series.load(paths.TEST_SUITE_SERIES))
-    files = [src / "MicroBenchmarks/Offload/OffloadDispatch.cpp"]
-    files.append(paths.OVERLAY_SRC / "test-suite" / "OffloadMainAPI.h")
-    result = subprocess.run(
-        [CLANG_FORMAT, "--style=LLVM", "--dry-run", "-Werror", *map(str, files)],
-        capture_output=True,
-        text=True,
-        check=False,
+    assert_clang_formatted(
+        [
+            src / "MicroBenchmarks/Offload/OffloadDispatch.cpp",
+            paths.OVERLAY_SRC / "test-suite" / "OffloadMainAPI.h",
+        ]
     )
-    assert result.returncode == 0, result.stderr
