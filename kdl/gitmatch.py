@@ -23,9 +23,6 @@ _FAILED = re.compile(
     re.MULTILINE,
 )
 
-#: The ``[PATCH n/m]`` part only: ``[Object][Offload]`` tags are the subject's.
-_SUBJECT_PREFIX = re.compile(r"^\[[^\]]*\bPATCH\b[^\]]*\]\s*")
-
 
 def diff_files(patch: bytes) -> dict[str, bool]:
     """The files a patch's diff touches, in order: path -> the patch creates it."""
@@ -36,11 +33,6 @@ def failed_paths(output: str) -> list[str]:
     """The files git apply / git am name as not applying or in conflict."""
     found = [next(g for g in m.groups() if g) for m in _FAILED.finditer(output)]
     return list(dict.fromkeys(found))
-
-
-def normalize_subject(subject: str) -> str:
-    """A subject without ``[PATCH n/m]`` and with whitespace collapsed."""
-    return _SUBJECT_PREFIX.sub("", " ".join(subject.split()))
 
 
 @dataclass(frozen=True)

@@ -28,9 +28,8 @@ from kdl.gitmatch import (
     Commit,
     PatchInfo,
     diff_files,
-    normalize_subject,
 )
-from kdl.series import Series
+from kdl.series import Series, normalize_subject
 
 #: What makes a directory an llvm-project checkout for kdl.
 LLVM_MARKERS = ("llvm", "offload", "llvm/include/llvm/Object/OffloadBinary.h")

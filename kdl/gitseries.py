@@ -26,10 +26,9 @@ from kdl.gitmatch import (
     Match,
     PatchInfo,
     classify,
-    normalize_subject,
 )
 from kdl.gitrepo import Checkout
-from kdl.series import Series, load
+from kdl.series import Series, load, normalize_subject
 
 _STATE_NOTE = {
     "applied": "",

@@ -31,6 +31,15 @@ _COMMIT = re.compile(r"^[0-9a-f]{40}$")
 _DIFF_GIT = re.compile(rb"^diff --git a/(\S+) b/(\S+)$", re.MULTILINE)
 
 
+#: The ``[PATCH n/m]`` part only: ``[Object][Offload]`` tags are the subject's.
+_SUBJECT_PREFIX = re.compile(r"^\[[^\]]*\bPATCH\b[^\]]*\]\s*")
+
+
+def normalize_subject(subject: str) -> str:
+    """A subject without ``[PATCH n/m]`` and with whitespace collapsed."""
+    return _SUBJECT_PREFIX.sub("", " ".join(subject.split()))
+
+
 @dataclass(frozen=True)
 class FileBase:
     """One file a patch touches: where it is and what its base text was."""
@@ -60,8 +69,7 @@ class Patch:
     def subject(self) -> str:
         """The commit subject, without the ``[PATCH n/m]`` prefix."""
         headers = BytesHeaderParser(policy=default_policy).parsebytes(self.read())
-        subject = " ".join(str(headers.get("Subject", "")).split())
-        return re.sub(r"^\[PATCH[^\]]*\]\s*", "", subject)
+        return normalize_subject(str(headers.get("Subject", "")))
 
     @property
     def author(self) -> str:

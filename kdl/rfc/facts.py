@@ -1,10 +1,9 @@
 """Upstream pull requests the posts cite, with their state as read.
 
-Each fact was read from the upstream thread or file named next to it (see
-/work/shared/research/upstream-llvm.md and selection-semantics.md, and the
-llvm/llvm-project commits below). They are data, not measurements: the posts
-quote them with their links, and ``kdl rfc --github`` can refresh the state of
-the pull requests from api.github.com.
+Each fact was read from the upstream pull-request thread it names. They are
+data, not measurements: the posts link them, and ``kdl rfc --github`` warns
+when a linked pull request's state on api.github.com differs from the one
+recorded here.
 """
 
 from __future__ import annotations
