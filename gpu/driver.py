@@ -3,7 +3,7 @@
 Runs the harness programs built by run.sh, each cold measurement in a fresh
 process, collects their JSON documents and writes one raw JSON file per
 section under --out, rewritten after every section so a call cut short still
-returns what it measured. Statistics are NOT computed here: kdl/gpureport.py
+returns what it measured. Statistics are NOT computed here: kdl/results/gpureport.py
 turns the raw files into results/gpu/ on the developer's machine.
 
 Sections: env, layers (CUDA driver API and liboffload, cold and warm, plus

@@ -105,7 +105,7 @@ CXXFLAGS=(-std=c++17 -O2 -fno-rtti -I"$LLVM/include" -I"$ROOT/gpu/src")
 LIBS=(-L"$LLVM/lib" -lLLVM -Wl,-rpath,"$LLVM/lib")
 RANK_ADAPTER=$ROOT/gpu/src/kdl_ranking.h
 LIB=$(ls "$ROOT"/build/overlay/lib*/libKDLOffloadMetadata.a "$ROOT"/build/overlay/libKDLOffloadMetadata.a 2>/dev/null | head -1 || true)
-INC=$ROOT/build/overlay/src/llvm/include  # the series' headers as extracted by kdl.overlay
+INC=$ROOT/build/overlay/src/llvm/include  # the series' headers as extracted by kdl.build.overlay
 if [ -n "$LIB" ] && [ -d "$INC" ]; then
   g++ "${CXXFLAGS[@]}" -I"$INC" -DKDL_HAVE_RANKING -DKDL_RANKING_ADAPTER="\"$RANK_ADAPTER\"" \
     "$ROOT/gpu/src/select_bench.cpp" -o "$OUT/bin/select_bench" "$LIB" "${LIBS[@]}"

@@ -84,13 +84,17 @@ def build_parser() -> argparse.ArgumentParser:
         return p
 
     # --- OffloadBinary files ------------------------------------------------
-    p = add("inspect", "inspect:cmd_inspect", "list every OffloadBinary image in FILE")
+    p = add(
+        "inspect",
+        "offload.inspect:cmd_inspect",
+        "list every OffloadBinary image in FILE",
+    )
     p.add_argument("file", type=Path, metavar="FILE")
     p.add_argument("--json", action="store_true", help="print one JSON document")
 
     p = add(
         "select",
-        "select:cmd_select",
+        "offload.select:cmd_select",
         "rank the images of FILE for a device with the series' C++ library",
     )
     p.add_argument("file", type=Path, metavar="FILE")
@@ -108,7 +112,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     # --- The series on an llvm-project checkout ------------------------------
     p = add(
-        "apply", "gitseries:cmd_apply", "apply the series to an llvm-project checkout"
+        "apply",
+        "series.commands:cmd_apply",
+        "apply the series to an llvm-project checkout",
     )
     _llvm_arg(p)
     p.add_argument("--series", type=Path, metavar="FILE", help="patches/series")
@@ -125,17 +131,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="only undo what an apply that was killed left behind",
     )
 
-    p = add("check", "gitseries:cmd_check", "report how each patch would apply")
+    p = add("check", "series.commands:cmd_check", "report how each patch would apply")
     _llvm_arg(p)
     p.add_argument("--series", type=Path, metavar="FILE", help="patches/series")
     p.add_argument("--base", metavar="REV", help="revision to check against (HEAD)")
 
-    p = add("status", "gitseries:cmd_status", "which patches are on the branch")
+    p = add("status", "series.commands:cmd_status", "which patches are on the branch")
     _llvm_arg(p)
     p.add_argument("--series", type=Path, metavar="FILE", help="patches/series")
     p.add_argument("--json", action="store_true", help="print one JSON document")
 
-    p = add("revert", "gitseries:cmd_revert", "remove the series' commits")
+    p = add("revert", "series.commands:cmd_revert", "remove the series' commits")
     _llvm_arg(p)
     p.add_argument("--series", type=Path, metavar="FILE", help="patches/series")
     p.add_argument(
@@ -144,7 +150,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="also drop commits that were added on top of the series",
     )
 
-    p = add("export", "gitseries:cmd_export", "rewrite patches/ from the branch")
+    p = add("export", "series.commands:cmd_export", "rewrite patches/ from the branch")
     _llvm_arg(p)
     p.add_argument("--series", type=Path, metavar="FILE", help="patches/series")
     p.add_argument(
@@ -156,7 +162,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add(
         "pr",
-        "pr:cmd_pr",
+        "series.pr:cmd_pr",
         "push the applied series as stacked GitHub pull requests (dry run by default)",
     )
     _llvm_arg(p)
@@ -175,7 +181,7 @@ def build_parser() -> argparse.ArgumentParser:
     # --- Build and test --------------------------------------------------------
     p = add(
         "build",
-        "build:cmd_build",
+        "build.llvm:cmd_build",
         "build the series: in an llvm-project checkout, or the overlay "
         "against Debian's LLVM 22",
     )
@@ -184,7 +190,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-j", "--jobs", type=int, metavar="N", help="parallel jobs")
 
     p = add(
-        "test", "testrun:cmd_test", "run the llvm-tests lit suite (and check-offload)"
+        "test", "build.lit:cmd_test", "run the llvm-tests lit suite (and check-offload)"
     )
     p.add_argument("--build-dir", type=Path, metavar="DIR", help="LLVM build directory")
     p.add_argument(
@@ -192,7 +198,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--filter", metavar="REGEX", help="LIT_FILTER for both suites")
 
-    p = add("bench", "bench:cmd_bench", "measure selection cost against first-wins")
+    p = add(
+        "bench", "results.bench:cmd_bench", "measure selection cost against first-wins"
+    )
     p.add_argument(
         "--output", type=Path, metavar="FILE", help="results/selection-bench.json"
     )
@@ -222,7 +230,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add(
         "upstream-check",
-        "upstreamcheck:cmd_upstream_check",
+        "series.upstream:cmd_upstream_check",
         "compile the series' C++ against upstream main's headers at the "
         "recorded bases (needs the upstream cache)",
     )

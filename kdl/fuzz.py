@@ -76,7 +76,7 @@ def seed_corpus(corpus: Path, lit_root: Path) -> int:
 
 def run_fuzz(seconds: int) -> bool:
     """Build, seed and run for *seconds*; True when nothing was found."""
-    from kdl.overlay import build_overlay
+    from kdl.build.overlay import build_overlay
 
     overlay = build_overlay(report=False)
     tool = build_fuzzer(overlay.build_dir / "src", FUZZ_DIR / "image-ranking-fuzzer")

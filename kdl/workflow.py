@@ -41,8 +41,8 @@ def _draft_and_check_rfc() -> tuple[list[Path], list[str]]:
 
 def cmd_all(args: argparse.Namespace) -> int:
     """Build against LLVM 22, run unit tests and the lit suite, draft the RFC."""
-    from kdl import overlay as overlay_build
-    from kdl import testrun
+    from kdl.build import lit as testrun
+    from kdl.build import overlay as overlay_build
 
     start = time.monotonic()
     overlay = overlay_build.build_overlay()
@@ -99,8 +99,8 @@ def cmd_selftest(args: argparse.Namespace) -> int:
     The closing line counts tests (gtest, pytest and lit together), not
     stages; a stage that runs no test, or skips one, fails.
     """
-    from kdl import overlay as overlay_build
-    from kdl import testrun
+    from kdl.build import lit as testrun
+    from kdl.build import overlay as overlay_build
 
     py = sys.executable
     stages: dict[str, str] = {}

@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from kdl import paths  # noqa: E402
-from kdl.series import load  # noqa: E402
+from kdl.series.model import load  # noqa: E402
 from tests.llvm_tree import REAL_FILES, make_series, synthesize_bases  # noqa: E402
 
 #: Top-level directories the filler files are spread over (llvm-project's).

@@ -213,8 +213,8 @@ def make_series(
     With *context* other than 3 the patches are plain ``git format-patch
     -U<context>`` output instead of kdl's fixed form.
     """
-    from kdl.gitexport import format_patches
-    from kdl.gitrepo import Checkout
+    from kdl.series.checkout import Checkout
+    from kdl.series.export import format_patches
 
     edits = default_edits() if edits is None else edits
     base = git(repo, "rev-parse", "HEAD").strip()

@@ -1,4 +1,4 @@
-"""kdl.bench: the selection-cost inputs, the JSON it writes, the C++ harness."""
+"""kdl.results.bench: the selection-cost inputs, the JSON it writes, the C++ harness."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
-from kdl import bench, paths
+from kdl import paths
 from kdl.errors import CommandError
+from kdl.results import bench
 from tests.rfc_support import isolate
 
 LLVM_BIN = Path("/usr/lib/llvm-22/bin")

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-import kdl
-from kdl import build, proc
+from kdl import proc
+from kdl.build import llvm as build
 from kdl.cli import main
 from tests.llvm_tree import git, isolated_git  # noqa: F401  (autouse fixture)
 
@@ -344,10 +344,9 @@ def test_without_llvm_builds_the_overlay(
             unittests=tmp_path / "t",
         )
 
-    fake = types.ModuleType("kdl.overlay")
-    fake.build_overlay = build_overlay  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "kdl.overlay", fake)
-    monkeypatch.setattr(kdl, "overlay", fake, raising=False)
+    from kdl.build import overlay
+
+    monkeypatch.setattr(overlay, "build_overlay", build_overlay)
     assert main(["build", "--build-dir", str(tmp_path), "-j", "2"]) == 0
     assert calls == [(tmp_path, 2)]
     assert f"overlay build: {tmp_path}" in capsys.readouterr().out

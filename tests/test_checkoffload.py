@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from kdl.build import build_llvm
-from kdl.checkoffload import run_check_offload
+from kdl.build.checkoffload import run_check_offload
+from kdl.build.llvm import build_llvm
 from kdl.errors import UsageError, WorkspaceError
 from tests.llvm_tree import git, isolated_git  # noqa: F401  (autouse fixture)
 from tests.test_build import make_fake_llvm
@@ -99,7 +99,7 @@ def test_needs_a_build_with_check_offload(tmp_path: Path) -> None:
 
 def _checkout_with_series_files(root: Path) -> Path:
     """A tree holding every file the series touches (as after kdl apply)."""
-    from kdl.series import load
+    from kdl.series.model import load
 
     for patch in load().patches:
         for f in patch.files:
@@ -109,8 +109,8 @@ def _checkout_with_series_files(root: Path) -> Path:
 
 
 def test_series_test_steps_follow_the_series(tmp_path: Path) -> None:
-    from kdl.checkoffload import series_test_steps
-    from kdl.series import load
+    from kdl.build.checkoffload import series_test_steps
+    from kdl.series.model import load
 
     llvm = _checkout_with_series_files(tmp_path / "llvm-project")
     build_dir = tmp_path / "build"
@@ -132,15 +132,15 @@ def test_series_test_steps_follow_the_series(tmp_path: Path) -> None:
 
 
 def test_series_tests_need_the_series_applied(tmp_path: Path) -> None:
-    from kdl.checkoffload import series_test_steps
-    from kdl.series import load
+    from kdl.build.checkoffload import series_test_steps
+    from kdl.series.model import load
 
     with pytest.raises(WorkspaceError, match="apply the series there first"):
         series_test_steps(load(), tmp_path, tmp_path / "build")
 
 
 def test_series_tests_run_and_a_failure_counts(tmp_path: Path) -> None:
-    from kdl.checkoffload import run_series_tests
+    from kdl.build.checkoffload import run_series_tests
 
     llvm = _checkout_with_series_files(tmp_path / "llvm-project")
     build_dir = tmp_path / "build"

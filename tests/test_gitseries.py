@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from kdl import paths
-from kdl.series import load
+from kdl.series.model import load
 from tests.llvm_tree import (
     OFFLOAD_API,
     OFFLOAD_BINARY,

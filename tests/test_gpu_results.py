@@ -1,5 +1,5 @@
 """The committed GPU results (results/gpu/): they parse, carry every field the
-RFC relies on, and are exactly what kdl.gpureport derives from the committed
+RFC relies on, and are exactly what kdl.results.gpureport derives from the committed
 raw device output (regenerated here and compared byte for byte). CI has no
 GPU: the measurements themselves come from gpu/run.sh on the device machine.
 """
@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from kdl import gpureport, paths
+from kdl import paths
 from kdl.offload.binary import make_image, write_v1
 from kdl.offload.elf import cubin_header
+from kdl.results import gpureport
 
 RAW = gpureport.RAW
 
@@ -47,7 +48,7 @@ def test_committed_files_are_regenerated_exactly(generated: dict[str, str]) -> N
         path = gpureport.RESULTS_GPU / name
         assert path.exists(), f"{path} is not committed"
         assert path.read_text() == text, (
-            f"{path} differs from what `python -m kdl.gpureport report` makes "
+            f"{path} differs from what `python -m kdl.results.gpureport report` makes "
             "from results/gpu/raw.json"
         )
 

@@ -620,7 +620,7 @@ def test_v3_inflated_size_is_not_trusted() -> None:
 
 
 def test_v3_is_marked_in_inspect(tmp_path: Path) -> None:
-    from kdl.inspect import render_text
+    from kdl.offload.inspect import render_text
 
     img = make_image(b"z" * 64, [("triple", "t")], kind="o")
     path = tmp_path / "v3.bin"

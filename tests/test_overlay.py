@@ -1,4 +1,4 @@
-"""kdl.overlay: extracting the series from patches/ and building it on LLVM 22."""
+"""kdl.build.overlay: extracting the series from patches/ and building it on LLVM 22."""
 
 from __future__ import annotations
 
@@ -9,8 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from kdl import overlay, paths, series
+from kdl import paths
+from kdl.build import overlay
 from kdl.errors import WorkspaceError
+from kdl.series import model as series
 
 PREFIX = paths.default_llvm_prefix()
 INSTALLED_HEADER = PREFIX / "include" / "llvm" / "Object" / "OffloadBinary.h"

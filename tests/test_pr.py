@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from kdl.pr import token_from
+from kdl.series.pr import token_from
 from tests.llvm_tree import (
     SeriesDir,
     default_edits,

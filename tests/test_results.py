@@ -17,7 +17,8 @@ import sys
 from types import ModuleType
 from typing import Any
 
-from kdl import paths, series
+from kdl import paths
+from kdl.series import model as series
 
 RESULTS = paths.RESULTS
 

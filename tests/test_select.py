@@ -15,7 +15,8 @@ from typing import TypeVar
 
 import pytest
 
-from kdl import cli, paths, select
+from kdl import cli, paths
+from kdl.offload import select
 from kdl.offload.binary import make_image, write_v1, write_v2
 from kdl.offload.elf import amdgpu_header, cubin_header
 
@@ -79,7 +80,7 @@ def pack(out: Path, *images: str) -> Path:
 
 @pytest.fixture(scope="module")
 def built_overlay() -> None:
-    from kdl.overlay import build_overlay
+    from kdl.build.overlay import build_overlay
 
     build_overlay()
 

@@ -1,4 +1,4 @@
-"""kdl.testrun: running lit, counting its results, the FileCheck fallback."""
+"""kdl.build.lit: running lit, counting its results, the FileCheck fallback."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from kdl import paths, testrun
+from kdl import paths
+from kdl.build import lit as testrun
 from kdl.errors import UsageError
 
 LLVM_BIN = Path("/usr/lib/llvm-22/bin")
@@ -126,7 +127,7 @@ def test_cmd_test_runs_lit_then_check_offload(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """--check-offload runs check-offload and the series' tests after lit."""
-    from kdl import checkoffload
+    from kdl.build import checkoffload
 
     calls: list[tuple[object, ...]] = []
     lit_result = testrun.LitResult(True, 3, 0, Path("r.json"))

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from kdl import bootstrap, cli, overlay, paths
+from kdl import bootstrap, cli, paths
+from kdl.build import overlay
 
 
 def test_venv_stamp_names_the_workspace() -> None:

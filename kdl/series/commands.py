@@ -1,10 +1,10 @@
 """The series on an llvm-project checkout: apply, check, status, revert, export.
 
 The handlers of ``kdl apply|check|status|revert|export``. The work is done
-in :mod:`kdl.gitapply` (apply, undone by :mod:`kdl.gitundo`),
-:mod:`kdl.gitcheck` (check) and :mod:`kdl.gitexport` (export), on top of
-:mod:`kdl.gitrepo` (the checkout and its safety checks) and
-:mod:`kdl.gitmatch` (which commits are the series'). Status and revert live
+in :mod:`kdl.series.apply` (apply, undone by :mod:`kdl.series.undo`),
+:mod:`kdl.series.check` (check) and :mod:`kdl.series.export` (export), on top of
+:mod:`kdl.series.checkout` (the checkout and its safety checks) and
+:mod:`kdl.series.match` (which commits are the series'). Status and revert live
 here.
 
 ``--series FILE`` (default patches/series) picks another series; export
@@ -20,15 +20,15 @@ from typing import Any
 
 from kdl import paths, proc
 from kdl.errors import GitError
-from kdl.gitmatch import (
+from kdl.series.checkout import Checkout
+from kdl.series.match import (
     BranchMeta,
     Commit,
     Match,
     PatchInfo,
     classify,
 )
-from kdl.gitrepo import Checkout
-from kdl.series import Series, load, normalize_subject
+from kdl.series.model import Series, load, normalize_subject
 
 _STATE_NOTE = {
     "applied": "",
@@ -44,7 +44,7 @@ def _series(args: argparse.Namespace) -> Series:
 
 
 def cmd_apply(args: argparse.Namespace) -> int:
-    from kdl.gitapply import apply_series
+    from kdl.series.apply import apply_series
 
     return apply_series(
         args.llvm,
@@ -57,7 +57,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from kdl.gitcheck import check_series
+    from kdl.series.check import check_series
 
     series = _series(args)
     label, results = check_series(args.llvm, series, args.base)
@@ -238,7 +238,7 @@ def cmd_revert(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from kdl.gitexport import export_series
+    from kdl.series.export import export_series
 
     series_file: Path = getattr(args, "series", None) or paths.SERIES
     return export_series(args.llvm, series_file, getattr(args, "message", None))

@@ -30,7 +30,7 @@ from kdl import paths, proc
 from kdl.errors import UsageError, WorkspaceError
 
 if TYPE_CHECKING:
-    from kdl.overlay import Overlay
+    from kdl.build.overlay import Overlay
 
 log = logging.getLogger("kdl")
 
@@ -115,7 +115,7 @@ def tool_dirs(
 def _overlay(overlay: Overlay | None) -> Overlay:
     if overlay is not None:
         return overlay
-    from kdl import overlay as overlay_build
+    from kdl.build import overlay as overlay_build
 
     return overlay_build.build_overlay()
 
@@ -320,12 +320,12 @@ def cmd_test(args: argparse.Namespace) -> int:
     if args.check_offload:
         # Helper module for the in-tree build (imported only when asked); with
         # no --build-dir it uses the default build of ``kdl build --llvm``.
-        from kdl.checkoffload import run_check_offload
+        from kdl.build.checkoffload import run_check_offload
 
         offload = run_check_offload(build_dir, args.filter)
         print(f"check-offload: {offload.summary()}")
         ok = ok and offload.ok
-        from kdl.checkoffload import run_series_tests
+        from kdl.build.checkoffload import run_series_tests
 
         series_ok, steps = run_series_tests(build_dir)
         for step in steps:

@@ -30,8 +30,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kdl import paths, proc, series
+from kdl import paths, proc
 from kdl.errors import CommandError, WorkspaceError
+from kdl.series import model as series
 
 log = logging.getLogger("kdl")
 

@@ -27,7 +27,7 @@ from typing import Any
 
 from kdl import paths, proc
 from kdl.errors import UsageError, WorkspaceError
-from kdl.series import Series, load
+from kdl.series.model import Series, load
 
 log = logging.getLogger("kdl")
 
@@ -92,7 +92,7 @@ def tool_versions(build_dir: Path) -> dict[str, str | None]:
 
 def checkout_of(build_dir: Path) -> dict[str, str | None]:
     """The llvm-project checkout a build was configured from, with ``git describe``."""
-    from kdl.build import read_cache
+    from kdl.build.llvm import read_cache
 
     has_cache = (build_dir / "CMakeCache.txt").is_file()
     source = read_cache(build_dir).get("CMAKE_HOME_DIRECTORY", "") if has_cache else ""
@@ -145,7 +145,7 @@ def run_check_offload(
     results_dir: Path | None = None,
 ) -> CheckOffloadResult:
     """Run ``ninja -C DIR check-offload`` and collect its results."""
-    from kdl.build import default_build_dir
+    from kdl.build.llvm import default_build_dir
 
     build_dir = (build_dir or default_build_dir()).expanduser().resolve()
     results_dir = results_dir or paths.RESULTS
@@ -289,7 +289,7 @@ def run_series_tests(
     results_dir: Path | None = None,
 ) -> tuple[bool, list[SeriesStep]]:
     """Run :func:`series_test_steps`; results/series-tests.json records them."""
-    from kdl.build import default_build_dir, read_cache
+    from kdl.build.llvm import default_build_dir, read_cache
 
     build_dir = (build_dir or default_build_dir()).expanduser().resolve()
     results_dir = results_dir or paths.RESULTS

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from kdl.series import Patch
+from kdl.series.model import Patch
 
 _DIFF = re.compile(rb"^diff --git a/\S+ b/(\S+)\n(new file mode )?", re.MULTILINE)
 _FAILED = re.compile(

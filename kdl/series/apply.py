@@ -25,10 +25,10 @@ from pathlib import Path
 
 from kdl import proc
 from kdl.errors import GitError, WorkspaceError
-from kdl.gitmatch import Match, PatchInfo, classify, failed_paths
-from kdl.gitrepo import Checkout, Interrupted, last_line
-from kdl.gitundo import Start, Undo, apply_lock, deferred_sigint
-from kdl.series import Series
+from kdl.series.checkout import Checkout, Interrupted, last_line
+from kdl.series.match import Match, PatchInfo, classify, failed_paths
+from kdl.series.model import Series
+from kdl.series.undo import Start, Undo, apply_lock, deferred_sigint
 
 #: ``git am`` with every setting that could change the commits pinned.
 AM_ARGS = [

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from types import FrameType
 
 from kdl.errors import GitError, WorkspaceError
-from kdl.gitrepo import Checkout, Interrupted
+from kdl.series.checkout import Checkout, Interrupted
 
 
 @contextmanager

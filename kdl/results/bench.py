@@ -476,7 +476,7 @@ def run_bench(
 
 def cmd_bench(args: argparse.Namespace) -> int:
     """``kdl bench [--output FILE] [--quick]``."""
-    from kdl import overlay as overlay_build
+    from kdl.build import overlay as overlay_build
 
     built = overlay_build.build_overlay()
     binary = built.bin_dir / "kdl-selection-bench"

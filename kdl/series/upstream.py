@@ -36,8 +36,9 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kdl import paths, proc, series
+from kdl import paths, proc
 from kdl.errors import UsageError, WorkspaceError
+from kdl.series import model as series
 
 log = logging.getLogger("kdl")
 

@@ -34,10 +34,10 @@ from typing import Any
 
 from kdl import paths, proc
 from kdl.errors import UsageError, WorkspaceError
-from kdl.gitrepo import Checkout
-from kdl.gitseries import series_status
 from kdl.http import REDACTED, Api
-from kdl.series import Series, load
+from kdl.series.checkout import Checkout
+from kdl.series.commands import series_status
+from kdl.series.model import Series, load
 
 API = "https://api.github.com"
 REPO = "llvm/llvm-project"

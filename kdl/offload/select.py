@@ -72,7 +72,7 @@ def _readable_for_llvm22(data: bytes, name: str, workdir: Path) -> Path:
 def _printable(text: str) -> str:
     """*text* with control characters (other than newlines) escaped, so that
     bytes from the file cannot reach the terminal as themselves."""
-    from kdl.inspect import show
+    from kdl.offload.inspect import show
 
     return "\n".join(show(line) for line in text.split("\n"))
 
@@ -91,7 +91,7 @@ def select_argv(
 
 
 def cmd_select(args: argparse.Namespace) -> int:
-    from kdl.overlay import build_overlay
+    from kdl.build.overlay import build_overlay
 
     name = "<stdin>" if str(args.file) == "-" else str(args.file)
     data = _read_input(args.file)

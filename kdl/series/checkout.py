@@ -23,13 +23,13 @@ from typing import Any
 import git
 
 from kdl.errors import GitError, WorkspaceError
-from kdl.gitmatch import (
+from kdl.series.match import (
     BranchMeta,
     Commit,
     PatchInfo,
     diff_files,
 )
-from kdl.series import Series, normalize_subject
+from kdl.series.model import Series, normalize_subject
 
 #: What makes a directory an llvm-project checkout for kdl.
 LLVM_MARKERS = ("llvm", "offload", "llvm/include/llvm/Object/OffloadBinary.h")

@@ -30,9 +30,9 @@ import git
 
 from kdl import proc
 from kdl.errors import GitError, WorkspaceError
-from kdl.gitmatch import Match, classify, diff_files
-from kdl.gitrepo import DIFF_OPTS, Checkout
-from kdl.series import Series, load
+from kdl.series.checkout import DIFF_OPTS, Checkout
+from kdl.series.match import Match, classify, diff_files
+from kdl.series.model import Series, load
 
 #: Settings git reads from config that would change format-patch's bytes.
 CONFIG_PINS = [
@@ -197,7 +197,7 @@ def _new_version(
 
 def _apply_in_scratch(co: Checkout, base: str, patches: list[Path]) -> str | None:
     """The tip of *patches* applied on *base* in a scratch worktree, or None."""
-    from kdl.gitapply import AM_ARGS
+    from kdl.series.apply import AM_ARGS
 
     with tempfile.TemporaryDirectory(prefix="kdl-version-") as scratch:
         tree = Path(scratch) / "tree"

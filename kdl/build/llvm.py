@@ -10,7 +10,7 @@ patch's tests) and the offload runtimes for the host and the GPU targets.
 An existing CMakeCache.txt is never reconfigured: where it disagrees with
 :data:`CONFIG` kdl says so and builds what that configuration has.
 
-Without ``--llvm`` it builds the overlay (:func:`kdl.overlay.build_overlay`),
+Without ``--llvm`` it builds the overlay (:func:`kdl.build.overlay.build_overlay`),
 the series' new files against Debian's LLVM 22.
 """
 
@@ -284,7 +284,7 @@ def _describe_tool(path: Path) -> str:
 
 def cmd_build(args: argparse.Namespace) -> int:
     if args.llvm is None:
-        from kdl import overlay
+        from kdl.build import overlay
 
         built = overlay.build_overlay(args.build_dir, args.jobs)
         print(f"overlay build: {built.build_dir}")

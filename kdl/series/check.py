@@ -20,9 +20,9 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kdl.gitmatch import PatchInfo, failed_paths
-from kdl.gitrepo import Checkout
-from kdl.series import Series
+from kdl.series.checkout import Checkout
+from kdl.series.match import PatchInfo, failed_paths
+from kdl.series.model import Series
 
 #: States ``kdl apply`` gets through without help.
 APPLIES = ("clean", "offset", "3-way", "already applied")
