@@ -4,7 +4,7 @@ The device machine writes raw JSON (gpu/driver.py): every cold sample from a
 fresh process, every warm sample, the GEMM kernel times, the probe results.
 This module, on the developer's machine, derives everything that is
 reported from that file and nothing else, so the numbers in the RFC and the
-picture can be regenerated (and are, by tests/test_gpu_results.py):
+picture can be regenerated (and are, by tests/results/test_gpu_results.py):
 
     python -m kdl.results.gpureport import RAW     compact RAW into results/gpu/raw.json
     python -m kdl.results.gpureport report         results/gpu/raw.json ->

@@ -15,7 +15,7 @@ from kdl.build import llvm as build
 from kdl.cli import main
 from tests.llvm_tree import git, isolated_git  # noqa: F401  (autouse fixture)
 
-FAKE = Path(__file__).parent / "data" / "fake-llvm-project"
+FAKE = Path(__file__).resolve().parents[1] / "data" / "fake-llvm-project"
 TARGETS = [
     "llvm-offload-binary",
     "clang-offload-packager",
