@@ -208,6 +208,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--quick", action="store_true", help="a few rounds only (a smoke test)"
     )
 
+    p = add(
+        "results",
+        "results.commands:cmd_results",
+        "import a GPU raw file, or regenerate the GPU reports in results/gpu/",
+    )
+    p.add_argument("action", choices=["import", "report"])
+    p.add_argument("raw", nargs="?", type=Path, metavar="RAW", help="with import")
+
     p = add("rfc", "rfc:cmd_rfc", "draft the RFC posts from the measured results")
     p.add_argument("--check", action="store_true", help="validate the drafts only")
     p.add_argument("action", nargs="?", choices=["draft", "post"], default="draft")

@@ -67,3 +67,13 @@ def test_register_lib_runs_ran_the_chosen_image() -> None:
     assert reg["total_added"]["median"] == pytest.approx(
         totals["ranked"] - totals["bypass"], rel=1e-5
     )
+
+
+def test_kdl_results_import_of_a_missing_file_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from kdl.cli import main
+
+    assert main(["results", "import", str(tmp_path / "nope.json")]) == 1
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert "nope.json: not a raw JSON file" in line

@@ -1,0 +1,32 @@
+"""``kdl results``: turn the GPU harness's raw files into results/gpu/.
+
+``kdl results import RAW`` compacts a raw file from the device machine into
+the committed inputs (the cost section's into ``results/gpu/ranking-cost/``,
+any other into ``results/gpu/raw.json``); ``kdl results report`` regenerates
+every report from the committed inputs, which CI checks it reproduces.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from kdl.errors import WorkspaceError
+from kdl.results import gpureport, rankingcost
+
+
+def cmd_results(args: argparse.Namespace) -> int:
+    if args.action == "import":
+        if args.raw is None:
+            raise WorkspaceError("kdl results import needs the raw file")
+        try:
+            is_cost = "cost" in json.loads(Path(args.raw).read_text())
+        except (OSError, ValueError) as exc:
+            raise WorkspaceError(f"{args.raw}: not a raw JSON file ({exc})") from None
+        module = rankingcost if is_cost else gpureport
+        print(module.import_raw(Path(args.raw)))
+        return 0
+    for path in [*gpureport.write_report(), *rankingcost.write_report()]:
+        print(path)
+    return 0
