@@ -27,6 +27,7 @@ from typing import Any
 
 from kdl import paths, proc
 from kdl.errors import UsageError, WorkspaceError
+from kdl.provenance import cmake_cache, first_line
 from kdl.series.model import Series, load
 
 log = logging.getLogger("kdl")
@@ -66,24 +67,15 @@ class CheckOffloadResult:
         )
 
 
-def _first_line(argv: list[str]) -> str | None:
-    try:
-        result = proc.run(argv, check=False)
-    except WorkspaceError:
-        return None
-    lines = (result.stdout or b"").decode(errors="replace").strip().splitlines()
-    return lines[0] if result.returncode == 0 and lines else None
-
-
 def tool_versions(build_dir: Path) -> dict[str, str | None]:
     built = build_dir / "bin"
     return {
-        "cmake": _first_line(["cmake", "--version"]),
-        "ninja": _first_line(["ninja", "--version"]),
-        "clang": _first_line([str(built / "clang"), "--version"])
+        "cmake": first_line(["cmake", "--version"]),
+        "ninja": first_line(["ninja", "--version"]),
+        "clang": first_line([str(built / "clang"), "--version"])
         if (built / "clang").exists()
         else None,
-        "llvm-lit": _first_line([str(built / "llvm-lit"), "--version"])
+        "llvm-lit": first_line([str(built / "llvm-lit"), "--version"])
         if (built / "llvm-lit").exists()
         else None,
         "python": sys.version.split()[0],
@@ -92,10 +84,7 @@ def tool_versions(build_dir: Path) -> dict[str, str | None]:
 
 def checkout_of(build_dir: Path) -> dict[str, str | None]:
     """The llvm-project checkout a build was configured from, with ``git describe``."""
-    from kdl.build.llvm import read_cache
-
-    has_cache = (build_dir / "CMakeCache.txt").is_file()
-    source = read_cache(build_dir).get("CMAKE_HOME_DIRECTORY", "") if has_cache else ""
+    source = cmake_cache(build_dir).get("CMAKE_HOME_DIRECTORY", "")
     doc: dict[str, str | None] = {"path": None, "describe": None, "head": None}
     if not source:
         return doc
@@ -289,13 +278,13 @@ def run_series_tests(
     results_dir: Path | None = None,
 ) -> tuple[bool, list[SeriesStep]]:
     """Run :func:`series_test_steps`; results/series-tests.json records them."""
-    from kdl.build.llvm import default_build_dir, read_cache
+    from kdl.build.llvm import default_build_dir
 
     build_dir = (build_dir or default_build_dir()).expanduser().resolve()
     results_dir = results_dir or paths.RESULTS
     try:
-        source = Path(read_cache(build_dir)["CMAKE_HOME_DIRECTORY"])
-    except (OSError, KeyError):
+        source = Path(cmake_cache(build_dir)["CMAKE_HOME_DIRECTORY"])
+    except KeyError:
         raise UsageError(
             f"{build_dir}: not a configured llvm-project build (no CMakeCache.txt "
             "naming its source); run 'kdl build --llvm PATH' first"

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from kdl import paths, proc
 from kdl.errors import UsageError, WorkspaceError
+from kdl.provenance import git_describe, version
 
 if TYPE_CHECKING:
     from kdl.build.overlay import Overlay
@@ -252,23 +253,12 @@ def run_lit(
     )
 
 
-def _version(tool: Path) -> str | None:
-    if not tool.is_file():
-        return None
-    try:
-        text = proc.output([tool, "--version"], timeout=30)
-    except WorkspaceError as exc:
-        log.debug("%s --version: %s", tool, exc)
-        return None
-    return " ".join(line.strip() for line in text.splitlines() if line.strip())
-
-
 def tool_versions(dirs: ToolDirs) -> dict[str, str | None]:
     """``--version`` of the tools the suite uses (None where not available)."""
     return {
-        "llvm-offload-binary": _version(dirs.llvm_tools_dir / "llvm-offload-binary"),
-        "FileCheck": _version(dirs.llvm_tools_dir / "FileCheck"),
-        "kdl-select": _version(dirs.kdl_tools_dir / "kdl-select"),
+        "llvm-offload-binary": version(dirs.llvm_tools_dir / "llvm-offload-binary"),
+        "FileCheck": version(dirs.llvm_tools_dir / "FileCheck"),
+        "kdl-select": version(dirs.kdl_tools_dir / "kdl-select"),
         "lit": _lit_version(),
     }
 
@@ -279,18 +269,6 @@ def _lit_version() -> str | None:
 
         return str(lit.__version__)
     except (ImportError, AttributeError):
-        return None
-
-
-def git_describe() -> str | None:
-    """``git describe --always --dirty`` of the workspace (None outside git)."""
-    try:
-        import git
-
-        repo = git.Repo(paths.ROOT)
-        return str(repo.git.describe("--always", "--dirty", "--tags"))
-    except Exception as exc:  # GitPython raises several unrelated types
-        log.debug("git describe: %s", exc)
         return None
 
 

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from kdl import paths, proc
 from kdl.errors import UsageError, WorkspaceError
+from kdl.provenance import cmake_cache
 
 #: The GPU targets whose device runtimes the offload tests need.
 GPU_RUNTIME_TARGETS = ("amdgcn-amd-amdhsa", "nvptx64-nvidia-cuda")
@@ -121,17 +122,6 @@ def configure_argv(llvm: Path, build_dir: Path) -> list[str]:
     ]
 
 
-def read_cache(build_dir: Path) -> dict[str, str]:
-    """``KEY:TYPE=VALUE`` entries of DIR/CMakeCache.txt."""
-    entries = {}
-    for line in (build_dir / "CMakeCache.txt").read_text(errors="replace").splitlines():
-        if not line or line.startswith(("#", "//")) or "=" not in line:
-            continue
-        key, _, value = line.partition("=")
-        entries[key.split(":", 1)[0]] = value
-    return entries
-
-
 def _items(value: str) -> set[str]:
     return {v.strip() for v in value.split(";") if v.strip()}
 
@@ -213,7 +203,7 @@ def choose_targets(available: set[str]) -> tuple[list[str], list[str]]:
 
 def existing_cache_notes(llvm: Path, build_dir: Path) -> list[str]:
     """Refuse a cache kdl cannot build in; list where it differs from CONFIG."""
-    cache = read_cache(build_dir)
+    cache = cmake_cache(build_dir)
     source = Path(cache.get("CMAKE_HOME_DIRECTORY", "")).resolve()
     if source != llvm / "llvm":
         raise UsageError(

@@ -32,6 +32,7 @@ from pathlib import Path
 
 from kdl import paths, proc
 from kdl.errors import CommandError, WorkspaceError
+from kdl.provenance import cmake_cache
 from kdl.series import model as series
 
 log = logging.getLogger("kdl")
@@ -201,14 +202,8 @@ def extract_series(
 
 def configured_for(build_dir: Path) -> Path | None:
     """The overlay sources *build_dir* was configured with, if it was."""
-    try:
-        cache = (build_dir / "CMakeCache.txt").read_text(errors="replace")
-    except OSError:
-        return None
-    for line in cache.splitlines():
-        if line.startswith("CMAKE_HOME_DIRECTORY:"):
-            return Path(line.partition("=")[2])
-    return None
+    home = cmake_cache(build_dir).get("CMAKE_HOME_DIRECTORY")
+    return Path(home) if home else None
 
 
 def _configure(build_dir: Path, src_dir: Path, prefix: Path) -> None:

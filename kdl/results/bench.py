@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from kdl import paths, proc
+from kdl.provenance import cmake_cache, first_line
 from kdl.errors import WorkspaceError
 from kdl.offload import elf
 
@@ -190,29 +191,6 @@ def pack(spec: CaseSpec, workdir: Path, tool: Path) -> tuple[Path, list[str]]:
     return out, argv
 
 
-def _first_line(argv: list[str]) -> str | None:
-    try:
-        text = proc.output(argv, timeout=30)
-    except WorkspaceError as exc:
-        log.debug("%s: %s", argv[0], exc)
-        return None
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    return lines[0] if lines else None
-
-
-def _cmake_cache(build_dir: Path) -> dict[str, str]:
-    cache: dict[str, str] = {}
-    try:
-        text = (build_dir / "CMakeCache.txt").read_text()
-    except OSError:
-        return cache
-    for line in text.splitlines():
-        m = re.match(r"^([A-Za-z_][\w]*):[A-Z]+=(.*)$", line)
-        if m:
-            cache[m.group(1)] = m.group(2)
-    return cache
-
-
 def _compiler(build_dir: Path | None, path: str | None) -> str | None:
     """``GNU 12.2.0 (/usr/bin/c++)``: CMake's identification of the compiler."""
     if build_dir is None or not path:
@@ -223,7 +201,7 @@ def _compiler(build_dir: Path | None, path: str | None) -> str | None:
         version = re.search(r'set\(CMAKE_CXX_COMPILER_VERSION "([^"]*)"\)', text)
         if ident and version:
             return f"{ident.group(1)} {version.group(1)} ({path})"
-    return _first_line([path, "--version"])
+    return first_line([path, "--version"])
 
 
 def machine() -> dict[str, Any]:
@@ -408,7 +386,7 @@ def run_bench(
                 **{k: v for k, v in got.items() if k not in ("name", "images")},
             }
         )
-    cache = _cmake_cache(build_dir) if build_dir else {}
+    cache = cmake_cache(build_dir) if build_dir else {}
     compiler = _compiler(build_dir, cache.get("CMAKE_CXX_COMPILER"))
     build_type = cache.get("CMAKE_BUILD_TYPE", "")
     flags = " ".join(
@@ -427,9 +405,9 @@ def run_bench(
         "compiler": compiler or "unknown",
         "build_type": build_type or None,
         "cxx_flags": flags or None,
-        "llvm_version": _first_line([str(llvm_bin / "llvm-config"), "--version"]),
-        "llvm_offload_binary": _first_line([str(tool), "--version"]),
-        "workspace": _first_line(
+        "llvm_version": first_line([str(llvm_bin / "llvm-config"), "--version"]),
+        "llvm_offload_binary": first_line([str(tool), "--version"]),
+        "workspace": first_line(
             ["git", "-C", str(paths.ROOT), "describe", "--always", "--dirty"]
         ),
         "device": DEVICE,

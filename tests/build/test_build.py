@@ -13,6 +13,7 @@ import pytest
 from kdl import proc
 from kdl.build import llvm as build
 from kdl.cli import main
+from kdl.provenance import cmake_cache
 from tests.llvm_tree import git, isolated_git  # noqa: F401  (autouse fixture)
 
 FAKE = Path(__file__).resolve().parents[1] / "data" / "fake-llvm-project"
@@ -222,7 +223,7 @@ def test_build_configures_once_and_builds_only_the_series_targets(
     assert (build_dir / "bin/mlir-translate").is_file()
     assert (build_dir / "runtimes.stamp").is_file()
     assert not (build_dir / "everything-else.stamp").exists()
-    cache = build.read_cache(build_dir)
+    cache = cmake_cache(build_dir)
     assert {k: cache[k] for k in build.CONFIG} == build.CONFIG
     # Again: no configure step, nothing compiled (only the always-run
     # runtimes custom target, like upstream's external-project runtimes).
@@ -282,7 +283,7 @@ def test_existing_cache_is_respected(
         "LLVM_ENABLE_RUNTIMES lacks offload (it is 'openmp'); not reconfigured" in out
     )
     assert "-- Configuring" not in out
-    assert build.read_cache(build_dir)["CMAKE_BUILD_TYPE"] == "Debug"
+    assert cmake_cache(build_dir)["CMAKE_BUILD_TYPE"] == "Debug"
     assert f"used the existing configuration in {build_dir}" in out
 
 
