@@ -268,9 +268,17 @@ static ol_result_t isValidBinary(ol_device_handle_t Device,
           StringRef(static_cast<const char *>(ProgData), ProgDataSize)))
     return WithLoc ? RealLoc(Device, ProgData, ProgDataSize, Valid, Loc)
                    : Real(Device, ProgData, ProgDataSize, Valid);
+  // Valid exactly when liboffload accepts what olCreateProgram would hand it:
+  // a single image goes on unchecked by the shim (plan()), so liboffload's
+  // own answer for it is the one that counts.
   Plan P = plan(Device, ProgData, ProgDataSize);
-  *Valid = P.Selected.has_value();
-  return OL_SUCCESS;
+  if (!P.Selected) {
+    *Valid = false;
+    return OL_SUCCESS;
+  }
+  StringRef Image = P.Candidates[*P.Selected].Image;
+  return WithLoc ? RealLoc(Device, Image.data(), Image.size(), Valid, Loc)
+                 : Real(Device, Image.data(), Image.size(), Valid);
 }
 
 extern "C" {
