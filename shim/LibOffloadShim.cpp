@@ -71,22 +71,33 @@ static bool findOrdinal(ol_device_handle_t Device, void *Data) {
   return true;
 }
 
+/// \p Device's platform and its backend; false if liboffload cannot say.
+static bool platformOf(ol_device_handle_t Device,
+                       ol_platform_handle_t &Platform,
+                       ol_platform_backend_t &Backend) {
+  static auto *GetInfo =
+      lookup<decltype(olGetDeviceInfo)>(RTLD_DEFAULT, "olGetDeviceInfo");
+  static auto *GetPlatformInfo =
+      lookup<decltype(olGetPlatformInfo)>(RTLD_DEFAULT, "olGetPlatformInfo");
+  return GetInfo && GetPlatformInfo &&
+         !GetInfo(Device, OL_DEVICE_INFO_PLATFORM, sizeof(Platform),
+                  &Platform) &&
+         !GetPlatformInfo(Platform, OL_PLATFORM_INFO_BACKEND, sizeof(Backend),
+                          &Backend);
+}
+
 /// Describes \p Device, or returns an error for one the shim cannot load on.
 static Expected<DeviceInfo> query(ol_device_handle_t Device) {
   auto *GetInfo =
       lookup<decltype(olGetDeviceInfo)>(RTLD_DEFAULT, "olGetDeviceInfo");
-  auto *GetPlatformInfo =
-      lookup<decltype(olGetPlatformInfo)>(RTLD_DEFAULT, "olGetPlatformInfo");
   auto *Iterate =
       lookup<decltype(olIterateDevices)>(RTLD_DEFAULT, "olIterateDevices");
-  if (!GetInfo || !GetPlatformInfo || !Iterate)
+  if (!GetInfo || !Iterate)
     return createStringError("liboffload entry points not found");
 
   ol_platform_handle_t Platform = nullptr;
   ol_platform_backend_t Backend = OL_PLATFORM_BACKEND_UNKNOWN;
-  if (GetInfo(Device, OL_DEVICE_INFO_PLATFORM, sizeof(Platform), &Platform) ||
-      GetPlatformInfo(Platform, OL_PLATFORM_INFO_BACKEND, sizeof(Backend),
-                      &Backend))
+  if (!platformOf(Device, Platform, Backend))
     return createStringError("cannot query the device's platform");
 
   DeviceQuery Q{Device, Platform};
@@ -128,16 +139,9 @@ static Expected<DeviceInfo> query(ol_device_handle_t Device) {
 /// True for LLVM 22's virtual host device, which has no plugin: liboffload
 /// dereferences a null plugin if asked to load a program on it.
 static bool isHostDevice(ol_device_handle_t Device) {
-  static auto *GetInfo =
-      lookup<decltype(olGetDeviceInfo)>(RTLD_DEFAULT, "olGetDeviceInfo");
-  static auto *GetPlatformInfo =
-      lookup<decltype(olGetPlatformInfo)>(RTLD_DEFAULT, "olGetPlatformInfo");
   ol_platform_handle_t Platform = nullptr;
   ol_platform_backend_t Backend = OL_PLATFORM_BACKEND_UNKNOWN;
-  if (!GetInfo || !GetPlatformInfo ||
-      GetInfo(Device, OL_DEVICE_INFO_PLATFORM, sizeof(Platform), &Platform) ||
-      GetPlatformInfo(Platform, OL_PLATFORM_INFO_BACKEND, sizeof(Backend),
-                      &Backend))
+  if (!platformOf(Device, Platform, Backend))
     return true; // Let describe() say what is wrong.
   return Backend == OL_PLATFORM_BACKEND_HOST;
 }
