@@ -111,15 +111,13 @@ def evaluate(expr: str, fmt: str, resolver: Resolver) -> tuple[str, bool]:
         left, right = (part.strip() for part in expr.split(operator, 1))
         a = _number(resolver.value(left), left)
         b = _number(resolver.value(right), right)
+        if scale(left) != scale(right):
+            raise SourceError(f"{expr}: the two sides have different units")
         if operator == " / ":
             if b == 0:
                 raise SourceError(f"{expr}: division by zero")
             value, unit_ns = a / b, None
-            if scale(left) != scale(right):
-                raise SourceError(f"{expr}: the two sides have different units")
         else:
-            if scale(left) != scale(right):
-                raise SourceError(f"{expr}: the two sides have different units")
             value, unit_ns = a - b, scale(left)
     else:
         raw = resolver.value(expr)
