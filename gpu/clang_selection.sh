@@ -83,7 +83,7 @@ run() {
   cd "$SEL"
   {
     echo "== device"
-    nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv,noheader
+    kdl_device
     echo "== mark (clang's descriptor), LLVM 22"
     ./mark || true
     echo "== mark (clang's descriptor), LLVM 22 + shim"
@@ -122,8 +122,8 @@ cost() {
       env "${extra[@]}" KDL_SHIM_TIMING=1 LD_PRELOAD="$shim" ./mark-90-first 2>&1 || true
     done
   done >"$OUT/register-cost.log"
-  python3 - "$OUT/register-cost.log" "$SEL" >"$OUT/register-cost.json" <<'PY'
-import json, re, subprocess, sys
+  python3 - "$OUT/register-cost.log" "$SEL" "$(kdl_device)" >"$OUT/register-cost.json" <<'PY'
+import json, re, sys
 from pathlib import Path
 log, sel = Path(sys.argv[1]).read_text(), Path(sys.argv[2])
 runs = {"ranked": [], "bypass": []}
@@ -136,9 +136,7 @@ for block in re.split(r"^== ", log, flags=re.M)[1:]:
     sample["ran"] = ran[1] if ran else None
     runs[variant].append(sample)
 print(json.dumps({
-    "device": subprocess.run(
-        ["nvidia-smi", "--query-gpu=name,driver_version,compute_cap",
-         "--format=csv,noheader"], capture_output=True, text=True).stdout.strip(),
+    "device": sys.argv[3],
     "harness": (sel / "VERSION").read_text().strip(),
     "program": "mark-90-first: two cubins (sm_90 registered first, sm_90a), "
                "each in an OffloadBinary, by llvm-offload-wrapper",

@@ -8,6 +8,11 @@ kdl_record_versions() {
   ptxas --version | tail -1 >"$1/PTXAS_VERSION"
 }
 
+# kdl_device: the GPU's name, driver version and compute capability, one line.
+kdl_device() {
+  nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv,noheader
+}
+
 # kdl_unpack_debs: Debian's LLVM 22 runtime from the carried .deb files, on
 # a machine without Debian packages; sets LD_LIBRARY_PATH to it.
 kdl_unpack_debs() {

@@ -73,7 +73,7 @@ run() {
   cd "$RS"
   {
     echo "== device"
-    nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv,noheader
+    kdl_device
     for v in rs so-0 so-1 so-2; do
       for p in $(seq "$PROCS"); do
         echo "== $v, LLVM 22, process $p"

@@ -41,7 +41,7 @@ run() {
   local args=(--benchmark_repetitions="$REPS" --benchmark_format=json)
   {
     echo "== device"
-    nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv,noheader
+    kdl_device
     echo "== LLVM 22"
     "$TS/OffloadDispatch" "${args[@]}" --benchmark_out="$OUT/llvm22.json" \
       "$TS/images" >/dev/null || echo "exit $?"
@@ -54,14 +54,12 @@ run() {
       --benchmark_filter=offload --benchmark_min_time=0.000001 "$TS/images" \
       2>&1 >/dev/null | sort | uniq -c || echo "exit $?"
   } 2>&1 | tee "$OUT/offload-dispatch.log"
-  python3 - "$OUT" "$TS" >"$OUT/offload-dispatch.json" <<'PY'
-import json, subprocess, sys
+  python3 - "$OUT" "$TS" "$(kdl_device)" >"$OUT/offload-dispatch.json" <<'PY'
+import json, sys
 from pathlib import Path
 out, ts = Path(sys.argv[1]), Path(sys.argv[2])
 doc = {
-    "device": subprocess.run(
-        ["nvidia-smi", "--query-gpu=name,driver_version,compute_cap",
-         "--format=csv,noheader"], capture_output=True, text=True).stdout.strip(),
+    "device": sys.argv[3],
     "harness": (ts / "VERSION").read_text().strip(),
     "clang": (ts / "CLANG_VERSION").read_text().strip(),
     "ptxas": (ts / "PTXAS_VERSION").read_text().strip(),
