@@ -31,6 +31,7 @@
 #include <vector>
 
 using namespace llvm;
+using namespace kdl;
 using namespace kdl::shim;
 
 /// An error result owned by the shim. liboffload's own results live for the
@@ -163,7 +164,7 @@ static Expected<DeviceInfo> describe(ol_device_handle_t Device) {
 namespace {
 /// What olCreateProgram would load for a device, or why it cannot.
 struct Plan {
-  std::vector<Candidate> Candidates;
+  std::vector<OffloadEntry> Candidates;
   std::optional<unsigned> Selected;
   ol_errc_t Code = OL_ERRC_SUCCESS;
   std::string Message;
@@ -178,7 +179,7 @@ static Plan plan(ol_device_handle_t Device, const void *Data, size_t Size) {
   Plan P;
   StringRef Buffer(static_cast<const char *>(Data), Size);
   FirstCallTiming::Clock::time_point T = FirstCallTiming::Clock::now();
-  Error ReadErr = readBinaries(Buffer, -1, P.Candidates);
+  Error ReadErr = readOffloadBinaries(Buffer, -1, P.Candidates);
   FirstCall.set("images", P.Candidates.size());
   FirstCall.since("read_ns", T);
   if (Error Err = std::move(ReadErr)) {
@@ -188,9 +189,9 @@ static Plan plan(ol_device_handle_t Device, const void *Data, size_t Size) {
   }
   // One image: nothing to choose. liboffload gets it as it would get a
   // raw image, and accepts or refuses it itself.
-  const Candidate *Only = nullptr;
+  const OffloadEntry *Only = nullptr;
   unsigned Images = 0;
-  for (const Candidate &C : P.Candidates)
+  for (const OffloadEntry &C : P.Candidates)
     if (!C.MetadataOnly && Images++ == 0)
       Only = &C;
   if (Images == 1 && !isHostDevice(Device)) {
@@ -205,8 +206,8 @@ static Plan plan(ol_device_handle_t Device, const void *Data, size_t Size) {
     P.Message = toString(D.takeError());
     return P;
   }
-  std::vector<const Candidate *> Ptrs;
-  for (const Candidate &C : P.Candidates)
+  std::vector<const OffloadEntry *> Ptrs;
+  for (const OffloadEntry &C : P.Candidates)
     Ptrs.push_back(&C);
   std::optional<std::string> Tag = tagOverride();
   bool Info = infoEnabled(/*OpenMP=*/false);

@@ -33,6 +33,7 @@
 #include <set>
 
 using namespace llvm;
+using namespace kdl;
 using namespace kdl::shim;
 
 // The registration ABI of LLVM 22's libomptarget (omptarget.h); entries are
@@ -80,7 +81,7 @@ template <typename FnTy> static FnTy *next(const char *Name) {
 /// \p Desc through unchanged.
 static std::unique_ptr<Filtered> filter(__tgt_bin_desc *Desc) {
   bool Info = infoEnabled(/*OpenMP=*/true);
-  std::vector<Candidate> Cands;
+  std::vector<OffloadEntry> Cands;
   SmallVector<bool> Located(Desc->NumDeviceImages, false);
   for (int32_t I = 0; I < Desc->NumDeviceImages; ++I) {
     const __tgt_device_image &Img = Desc->DeviceImages[I];
@@ -91,7 +92,7 @@ static std::unique_ptr<Filtered> filter(__tgt_bin_desc *Desc) {
         isOffloadBinary(Buffer) ? Buffer : findEnclosingBinary(Begin, End);
     if (!Binary.empty()) {
       size_t Before = Cands.size();
-      if (Error Err = readBinaries(Binary, I, Cands)) {
+      if (Error Err = readOffloadBinaries(Binary, I, Cands)) {
         printLine("warning: " + toString(std::move(Err)) +
                   "; registering the images unchanged");
         return nullptr;
@@ -99,9 +100,9 @@ static std::unique_ptr<Filtered> filter(__tgt_bin_desc *Desc) {
       Located[I] = Cands.size() > Before;
       continue;
     }
-    Candidate Raw;
+    OffloadEntry Raw;
     Raw.Index = Cands.size();
-    Raw.DescImage = I;
+    Raw.Source = I;
     Raw.Image = Buffer;
     Cands.push_back(std::move(Raw));
   }
@@ -109,9 +110,9 @@ static std::unique_ptr<Filtered> filter(__tgt_bin_desc *Desc) {
   // Every image is ranked, with the keys of its OffloadBinary where it has
   // one: the device family comes from the image's triple, or from its ELF
   // machine for a raw image (what clang's OpenMP wrapper registers).
-  std::vector<const Candidate *> Ranked;
+  std::vector<const OffloadEntry *> Ranked;
   std::set<DeviceFamily> Families;
-  for (Candidate &C : Cands) {
+  for (OffloadEntry &C : Cands) {
     C.Index = C.MetadataOnly ? ~0u : Ranked.size();
     if (C.MetadataOnly)
       continue;
@@ -144,11 +145,11 @@ static std::unique_ptr<Filtered> filter(__tgt_bin_desc *Desc) {
   // decide on, exactly as it was registered.
   auto F = std::make_unique<Filtered>();
   std::set<int32_t> PassedThrough;
-  for (const Candidate &C : Cands) {
-    const __tgt_device_image &Orig = Desc->DeviceImages[C.DescImage];
+  for (const OffloadEntry &C : Cands) {
+    const __tgt_device_image &Orig = Desc->DeviceImages[C.Source];
     bool Undecided = C.MetadataOnly || !Decided.count(familyOf(C));
     if (Undecided) {
-      if (PassedThrough.insert(C.DescImage).second)
+      if (PassedThrough.insert(C.Source).second)
         F->Images.push_back(Orig);
       continue;
     }

@@ -25,7 +25,7 @@ using namespace llvm::offloading;
 namespace kdl {
 namespace shim {
 
-DeviceFamily familyOf(const Candidate &C) {
+DeviceFamily familyOf(const OffloadEntry &C) {
   if (C.InBinary)
     return familyOf(Triple(C.Triple));
   Expected<std::unique_ptr<ObjectFile>> Obj =
@@ -41,10 +41,10 @@ DeviceFamily familyOf(const Candidate &C) {
 }
 
 Selection selectImage(const DeviceInfo &Device,
-                      ArrayRef<const Candidate *> Candidates,
+                      ArrayRef<const OffloadEntry *> Candidates,
                       std::optional<StringRef> Tag, bool Report) {
   Selection S;
-  PluginDevice Plugin{Triple(Device.Triple), Device.Arch, Device.Arch};
+  PluginDevice Plugin{Triple(Device.Triple), Device.Arch, Device.Arch, {}};
   SmallVector<StringRef, 16> Features(Device.Features.begin(),
                                       Device.Features.end());
   ImageDevice Dev{Device.Arch, std::nullopt};
@@ -53,9 +53,9 @@ Selection selectImage(const DeviceInfo &Device,
 
   // What the plugin accepts, in the order the runtime would try it.
   SmallVector<ImageCandidate, 8> Accepted;
-  SmallVector<const Candidate *, 8> AcceptedFrom;
-  SmallVector<std::pair<const Candidate *, std::string>, 8> Rejected;
-  for (const Candidate *C : Candidates) {
+  SmallVector<const OffloadEntry *, 8> AcceptedFrom;
+  SmallVector<std::pair<const OffloadEntry *, std::string>, 8> Rejected;
+  for (const OffloadEntry *C : Candidates) {
     std::string Why;
     if (pluginAccepts(C->Image, Plugin, Why)) {
       Accepted.push_back({C->Image, C->Keys});

@@ -34,7 +34,7 @@ namespace kdl {
 namespace shim {
 
 struct Selection {
-  /// The chosen candidate (its Candidate::Index), if any.
+  /// The chosen candidate (its OffloadEntry::Index), if any.
   std::optional<unsigned> Selected;
   /// "image selection for DEVICE: image I (...); image J: ..." (no prefix).
   std::string Report;
@@ -46,12 +46,12 @@ struct Selection {
 /// only images whose variant_tag equals it are eligible. The report text is
 /// built only when \p Report is set (the error text always).
 Selection selectImage(const DeviceInfo &Device,
-                      llvm::ArrayRef<const Candidate *> Candidates,
+                      llvm::ArrayRef<const OffloadEntry *> Candidates,
                       std::optional<llvm::StringRef> Tag, bool Report);
 
 /// The device family \p C is built for: from the triple of its OffloadBinary
 /// entry, or from the ELF machine of a raw image.
-DeviceFamily familyOf(const Candidate &C);
+DeviceFamily familyOf(const OffloadEntry &C);
 
 /// KDL_INFO=1 (or a non-zero LIBOMPTARGET_INFO when \p OpenMP).
 bool infoEnabled(bool OpenMP);

@@ -68,7 +68,6 @@ __all__ = [
     "Binary",
     "Image",
     "Scan",
-    "as_v1",
     "image_kind_name",
     "make_image",
     "offload_kind_names",
@@ -158,19 +157,6 @@ def scan(data: bytes, path: str) -> Scan:
             _walk(data, path, result, (sec.offset, sec.offset + sec.size, sec.name))
         return result
     raise FormatError(path, f"not an OffloadBinary or ELF file ({_what(data)})", 0)
-
-
-def as_v1(data: bytes, path: str) -> bytes | None:
-    """*data* as something LLVM 22 can read, or None if it already can.
-
-    A file with any binary newer than version 1 becomes concatenated version 1
-    binaries holding the same images with the same string maps, in the same
-    order, so image numbers stay the same.
-    """
-    found = scan(data, path)
-    if all(b.version == 1 for b in found.binaries):
-        return None
-    return write_v1(found.images)
 
 
 def _what(data: bytes) -> str:

@@ -239,13 +239,13 @@ def test_unreadable_files(
     status, out, err = run(capsys, "select", SM86, str(text))
     assert (status, out) == (2, "")
     assert err == (
-        f"error: {text}: not an OffloadBinary or ELF file (magic 6e 6f 74 20, "
-        "expected 10 ff 10 ad) at offset 0\n"
+        f"error: {text}: not an OffloadBinary or object file (magic 6e 6f 74 20, "
+        "expected 10 ff 10 ad)\n"
     )
 
 
 @overlay_test
-def test_version2_input_is_converted(
+def test_version2_input_is_read_as_it_is(
     tmp_path: Path, built_overlay: None, capsys: pytest.CaptureFixture[str]
 ) -> None:
     def code_object(processor: str, xnack: int) -> bytes:
@@ -280,12 +280,11 @@ def test_version2_input_is_converted(
     v2.write_bytes(write_v2(images))
     device = f"--device=triple={AMDHSA},arch=gfx90a:xnack-"
     status1, out1, _ = run(capsys, "select", device, str(v1))
-    status2, out2, err2 = run(capsys, "-v", "select", device, str(v2))
+    status2, out2, _ = run(capsys, "select", device, str(v2))
     assert status1 == status2 == 0
     assert out1 == out2
     assert out2.splitlines()[-1] == "selected: image 2"
-    assert "version 2 or later, which LLVM 22 cannot read; converted" in err2
-    # The driver's messages name the user's file, not the converted copy.
+    # The driver reads the user's file and names it.
     status, _, err = run(
         capsys, "select", f"--device=triple={AMDHSA},arch=gfx1100", str(v2)
     )
@@ -347,3 +346,52 @@ def test_control_characters_are_escaped(
     assert status == 1
     assert "\x1b" not in out + err
     assert "\\x1b[2Jx" in err
+
+
+@overlay_test
+def test_batch_answers_are_the_json_documents(
+    cuda_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--batch``: one line per question, the ``--json`` document with the
+    exit status and error the question alone would give; bad lines answered."""
+    from kdl.build.overlay import build_overlay
+
+    tool = build_overlay(report=False).select_tool
+    amd = f"triple={AMDHSA},arch=gfx90a"
+    questions = [
+        {"device": SM86.removeprefix("--device="), "file": str(cuda_file)},
+        {"device": amd, "file": str(cuda_file), "tag": "debug"},
+        {"device": "triple=x", "file": str(tmp_path / "missing.bin")},
+        "not json",
+        {"device": amd},
+    ]
+    stdin = "\n".join(q if isinstance(q, str) else json.dumps(q) for q in questions)
+    proc = subprocess.run(
+        [str(tool), "--batch"],
+        input=stdin + "\n",
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert (proc.returncode, proc.stderr) == (0, "")
+    answers = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert [a["status"] for a in answers] == [0, 1, 2, 2, 2]
+    assert [a.get("tag_ignored") for a in answers] == [False, True, None, None, None]
+    for question, got in zip(questions[:2], answers, strict=False):
+        assert isinstance(question, dict)
+        argv = ["select", f"--device={question['device']}", "--json"]
+        if "tag" in question:
+            argv.append(f"--tag={question['tag']}")
+        status, out, err = run(capsys, *argv, question["file"])
+        want = json.loads(out)
+        assert list(got)[: len(want)] == list(want)
+        assert {k: got[k] for k in want} == want
+        assert got["status"] == status
+        assert (got["error"] is None) == (status == 0)
+        if status == 1:
+            assert err.endswith(f"error: {got['error']}\n")
+    assert answers[2]["error"] == "--device: unknown triple 'x'"
+    assert answers[3]["error"].startswith("--batch: ")
+    assert answers[4]["error"] == (
+        '--batch: expected string members "device" and "file"'
+    )

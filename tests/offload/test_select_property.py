@@ -1,4 +1,4 @@
-"""Property test of ``kdl-select --json`` (series v2) against an independent model.
+"""Property test of ``kdl-select`` (series v2) against an independent model.
 
 Each example draws a device and a set of images: cubin headers of several
 compute capabilities (CUDA ELF ABI 1 and 2, some architecture-specific),
@@ -20,7 +20,9 @@ For every set: each image's acceptance and the choice are the model's, the
 choice is accepted, a choice other than today's (the first accepted) scores
 strictly higher than it, and adding an image no plugin accepts never
 changes the choice. Hypothesis runs derandomized, so every run checks the
-same sets; explicit examples pin each rule.
+same sets; explicit examples pin each rule. All questions go to one
+``kdl-select --batch`` process (tests/offload/test_select.py checks that its
+answers are the ``--json`` ones).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from __future__ import annotations
 import json
 import subprocess
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -248,19 +250,44 @@ def pack(path: Path, imgs: Sequence[Img], dev: Device) -> None:
     )
 
 
-def select(path: Path, dev: Device) -> dict[str, Any]:
-    proc = subprocess.run(
-        [str(TOOL), "--json", f"--device={dev.spec()}", str(path)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert proc.returncode in (0, 1), proc.stderr
-    result: dict[str, Any] = json.loads(proc.stdout)
-    return result
+class Selector:
+    """One ``kdl-select --batch`` process, asked one question at a time."""
+
+    def __init__(self) -> None:
+        self.proc = subprocess.Popen(
+            [str(TOOL), "--batch"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+
+    def __call__(self, path: Path, dev: Device) -> dict[str, Any]:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        question = {"device": dev.spec(), "file": str(path)}
+        self.proc.stdin.write(json.dumps(question) + "\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        assert line, f"kdl-select --batch exited with {self.proc.poll()}"
+        result: dict[str, Any] = json.loads(line)
+        assert result["status"] in (0, 1), result["error"]
+        return result
+
+    def close(self) -> int:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        return self.proc.wait(timeout=30)
 
 
-def check(dev: Device, imgs: list[Img], where: int, workdir: Path) -> None:
+@pytest.fixture(scope="module")
+def select() -> Iterator[Selector]:
+    selector = Selector()
+    yield selector
+    assert selector.close() == 0
+
+
+def check(
+    select: Selector, dev: Device, imgs: list[Img], where: int, workdir: Path
+) -> None:
     path = workdir / "set.bin"
     pack(path, imgs, dev)
     got = select(path, dev)
@@ -340,10 +367,12 @@ PINNED = [
 @example(PINNED[3])
 @example(PINNED[4])
 @example(PINNED[5])
-def test_selection_matches_the_model(case: tuple[Device, list[Img], int]) -> None:
+def test_selection_matches_the_model(
+    select: Selector, case: tuple[Device, list[Img], int]
+) -> None:
     dev, imgs, where = case
     with tempfile.TemporaryDirectory(prefix="kdl-prop-") as tmp:
-        check(dev, imgs, where, Path(tmp))
+        check(select, dev, imgs, where, Path(tmp))
 
 
 @pytest.mark.parametrize(

@@ -7,11 +7,13 @@
 //===----------------------------------------------------------------------===//
 //
 // kdl-select reads the OffloadBinary images of a file (a raw binary,
-// concatenated binaries, or an object file with a .llvm.offloading section),
-// checks each as the device's offload plugin would (compat/PluginCompat.h),
-// orders the accepted ones with the series' ranking
-// (llvm/Frontend/Offloading/ImageRanking.h) and prints every verdict, the
-// image today's runtime loads (the first accepted) and the ranked choice:
+// concatenated binaries of versions 1 and 2, or an object file with a
+// .llvm.offloading section) with the workspace's container reader
+// (container/OffloadEntries.h, the shim's), checks each as the device's offload
+// plugin would (compat/PluginCompat.h), orders the accepted ones with the
+// series' ranking (llvm/Frontend/Offloading/ImageRanking.h) and prints every
+// verdict, the image today's runtime loads (the first accepted) and the ranked
+// choice:
 //
 //   image 0: rejected: sm_80 cubin does not run on compute capability 9.0
 //   image 1: rank 2: sm_90, exact fit
@@ -20,17 +22,26 @@
 //   selected: image 2
 //
 // Exit status: 0 when an image is selected, 1 when the plugin accepts none,
-// 2 for bad arguments or an unreadable file.
+// 2 for bad arguments or an unreadable file. Bytes from the file that are not
+// printable ASCII are written as \xNN in text output.
+//
+// --batch answers many questions in one process: each line of standard input
+// is a JSON object {"device": SPEC, "file": PATH, "tag": TAG (optional)}, and
+// each answer is one line, written as soon as the question is read, holding
+// the --json document with "status" (the exit status the question alone
+// would give) and "error" (null, or the message); a line that is not such an
+// object is answered with status 2.
 //
 //===----------------------------------------------------------------------===//
 
+#include "OffloadEntries.h"
 #include "PluginCompat.h"
 
 #include "llvm/ADT/STLExtras.h"
-#include "llvm/ADT/SmallString.h"
 #include "llvm/Frontend/Offloading/ImageRanking.h"
 #include "llvm/Object/OffloadBinary.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -38,6 +49,9 @@
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/TargetParser/TargetParser.h"
+
+#include <iostream>
+#include <string>
 
 using namespace llvm;
 using namespace llvm::object;
@@ -62,13 +76,34 @@ static cl::opt<bool> JSONOutput("json",
                                 cl::desc("Print one JSON document on stdout"),
                                 cl::cat(SelectCategory));
 
+static cl::opt<bool>
+    Batch("batch",
+          cl::desc("Read one JSON question per line from standard input and "
+                   "write one JSON answer per line"),
+          cl::cat(SelectCategory));
+
 static cl::opt<std::string> InputFile(cl::Positional, cl::desc("<input file>"),
                                       cl::cat(SelectCategory));
 
 enum ExitCode { ExitSelected = 0, ExitNoneCompatible = 1, ExitBadInput = 2 };
 
+/// \p Text with every byte that is not printable ASCII (other than a
+/// newline) written as \xNN, so that bytes from a file cannot reach the
+/// terminal as themselves.
+static std::string escaped(StringRef Text) {
+  std::string Out;
+  raw_string_ostream OS(Out);
+  for (unsigned char C : Text) {
+    if (C == '\n' || (C >= 0x20 && C < 0x7f))
+      OS << C;
+    else
+      OS << "\\x" << format_hex_no_prefix(C, 2);
+  }
+  return Out;
+}
+
 static int reportError(const Twine &Message) {
-  WithColor::error(errs()) << Message << "\n";
+  WithColor::error(errs()) << escaped(Message.str()) << "\n";
   return ExitBadInput;
 }
 
@@ -140,12 +175,30 @@ static Error checkDevice(const DeviceArgs &Args) {
 namespace {
 /// One image of the input and the plugin's verdict on it.
 struct Verdict {
-  const OffloadBinary *Binary;
+  const kdl::OffloadEntry *Entry;
   bool Accepted = false;
   std::string Why;
   /// Position among the accepted images, best first (1-based), if accepted.
   unsigned Rank = 0;
   ImageCandidate Candidate;
+};
+
+/// One question: a device, a file, and perhaps a tag.
+struct Question {
+  std::string Device;
+  std::string File;
+  std::optional<std::string> Tag;
+};
+
+/// The answer to a question: the JSON document, the text report, the exit
+/// status and, for status 1 and 2, the error message.
+struct Answer {
+  json::Object Document;
+  std::string Text;
+  int Status = ExitSelected;
+  std::string Error;
+  /// Set when a tag was asked for and no image has it.
+  bool TagIgnored = false;
 };
 } // namespace
 
@@ -159,6 +212,263 @@ static StringRef getSelectionName(ImageSelectionKind Kind) {
     return "first-unranked";
   }
   llvm_unreachable("unknown selection kind");
+}
+
+static json::Value orNull(StringRef S) {
+  return S.empty() ? json::Value(nullptr) : json::Value(S);
+}
+
+static Answer fail(const Twine &Message) {
+  Answer A;
+  A.Status = ExitBadInput;
+  A.Error = Message.str();
+  return A;
+}
+
+/// Answers \p Q as the tool answers its command line.
+static Answer answer(const Question &Q) {
+  Expected<DeviceArgs> Args = parseDeviceSpec(Q.Device);
+  if (!Args)
+    return fail(toString(Args.takeError()));
+  if (Error Err = checkDevice(*Args))
+    return fail(toString(std::move(Err)));
+  StringRef Tag = Q.Tag ? StringRef(*Q.Tag) : StringRef();
+  if (Q.Tag) {
+    // The library's own check of a variant_tag value.
+    ImageCandidate Probe{"", {}};
+    Probe.Keys.VariantTag = Tag;
+    if (Expected<ImageScore> S = scoreImage(Probe, {"", std::nullopt}); !S)
+      return fail("--tag: " + toString(S.takeError()));
+  }
+
+  StringRef Name = Q.File == "-" ? "<stdin>" : StringRef(Q.File);
+  ErrorOr<std::unique_ptr<MemoryBuffer>> Buffer =
+      MemoryBuffer::getFileOrSTDIN(Q.File, /*IsText=*/false,
+                                   /*RequiresNullTerminator=*/false);
+  if (std::error_code EC = Buffer.getError())
+    return fail(Name + ": cannot read: " + EC.message());
+  std::vector<kdl::OffloadEntry> Entries;
+  if (Error Err = kdl::readOffloadFile((*Buffer)->getBuffer(), Entries))
+    return fail(Name + ": " + toString(std::move(Err)));
+  if (Entries.empty())
+    return fail(Name + ": no offloading image found");
+
+  kdl::PluginDevice Device{Triple(Args->Triple),
+                           StringRef(Args->Arch).split(':').first.str(),
+                           Args->Arch,
+                           {Args->ISAs.begin(), Args->ISAs.end()}};
+  ImageDevice RankDevice{Device.Arch, std::nullopt};
+  if (!Args->Features.empty())
+    RankDevice.Features = ArrayRef(Args->Features);
+
+  SmallVector<Verdict> Verdicts;
+  SmallVector<ImageCandidate> Candidates;
+  SmallVector<size_t> CandidateIndex;
+  for (const kdl::OffloadEntry &E : Entries) {
+    Verdict V{&E, false, "", 0, {E.Image, E.Keys}};
+    if (E.MetadataOnly)
+      V.Why = "metadata-only entry (OIF_Metadata): no image";
+    else
+      V.Accepted = kdl::pluginAccepts(E.Image, Device, V.Why);
+    if (V.Accepted) {
+      Candidates.push_back(V.Candidate);
+      CandidateIndex.push_back(Verdicts.size());
+    }
+    Verdicts.push_back(std::move(V));
+  }
+
+  Answer A;
+  ImageSelection Selection = selectImage(Candidates, RankDevice, Tag);
+  A.TagIgnored = Selection.TagIgnored;
+  // Rank the accepted images best first; equal scores keep their order.
+  SmallVector<std::pair<ImageScore, size_t>> Order;
+  for (auto [I, C] : enumerate(Candidates)) {
+    Expected<ImageScore> Score = scoreImage(C, RankDevice);
+    Order.push_back({Score ? *Score : ImageScore(), I});
+    if (!Score)
+      consumeError(Score.takeError());
+  }
+  llvm::stable_sort(
+      Order, [](const auto &L, const auto &R) { return R.first < L.first; });
+  for (auto [Position, Entry] : enumerate(Order))
+    Verdicts[CandidateIndex[Entry.second]].Rank = Position + 1;
+
+  std::optional<size_t> Selected, First;
+  if (!Candidates.empty()) {
+    Selected = CandidateIndex[Selection.Index];
+    First = CandidateIndex.front();
+  }
+
+  auto Describe = [&](const Verdict &V) {
+    std::string Text;
+    raw_string_ostream OS(Text);
+    if (V.Accepted)
+      describeImage(OS, V.Candidate, RankDevice);
+    else
+      OS << V.Why;
+    return Text;
+  };
+
+  json::Array Features;
+  for (StringRef Feature : Args->Features)
+    Features.push_back(Feature);
+  json::Array Images;
+  for (auto [I, V] : enumerate(Verdicts)) {
+    // Only accepted images are ranked (as in the runtime).
+    ImageRank Rank;
+    if (V.Accepted)
+      Rank = rankImage(V.Candidate.Image, RankDevice.Arch);
+    Images.push_back(json::Object{
+        {"index", int64_t(I)},
+        {"triple", V.Entry->Triple},
+        {"arch", V.Entry->Keys.Arch},
+        {"kind", getImageKindName(V.Entry->ImageKind)},
+        {"compatible", V.Accepted},
+        {"reason", V.Accepted ? "accepted" : "rejected"},
+        {"detail", Describe(V)},
+        {"fit", V.Accepted ? json::Value(getImageFitName(Rank.Fit)) : nullptr},
+        {"processor", Rank.Processor},
+        {"priority", orNull(V.Candidate.Keys.VariantPriority)},
+        {"tag", orNull(V.Candidate.Keys.VariantTag)},
+        {"rank", V.Rank ? json::Value(int64_t(V.Rank)) : nullptr},
+    });
+  }
+  A.Document = json::Object{
+      {"device", json::Object{{"triple", Args->Triple},
+                              {"arch", Args->Arch},
+                              {"features", std::move(Features)}}},
+      {"selected", Selected ? json::Value(int64_t(*Selected)) : nullptr},
+      {"first_compatible", First ? json::Value(int64_t(*First)) : nullptr},
+      {"selection",
+       Candidates.empty() ? "none" : getSelectionName(Selection.Kind)},
+      {"tag_ignored", Selection.TagIgnored},
+      {"images", std::move(Images)},
+  };
+
+  raw_string_ostream OS(A.Text);
+  for (auto [I, V] : enumerate(Verdicts)) {
+    OS << "image " << I << ": ";
+    if (V.Accepted)
+      OS << "rank " << V.Rank << ": ";
+    else
+      OS << "rejected: ";
+    OS << Describe(V) << "\n";
+  }
+  if (First)
+    OS << "first compatible: image " << *First << "\n";
+  if (!Selected)
+    OS << "selected: none\n";
+  else if (Selection.Kind == ImageSelectionKind::FirstUnranked)
+    OS << "selected: image " << *Selected
+       << " (it cannot be ranked; the first compatible is kept)\n";
+  else
+    OS << "selected: image " << *Selected << "\n";
+
+  if (!Selected) {
+    raw_string_ostream Err(A.Error);
+    Err << Name << ": no compatible image for " << Args->Triple;
+    if (!Args->Arch.empty())
+      Err << " " << Args->Arch;
+    Err << "; available:";
+    for (auto [I, V] : enumerate(Verdicts)) {
+      Err << (I ? ", [" : " [") << I << "] " << V.Entry->Keys.Arch;
+      if (StringRef Kind = getImageKindName(V.Entry->ImageKind); !Kind.empty())
+        Err << " " << Kind;
+    }
+    A.Status = ExitNoneCompatible;
+  }
+  return A;
+}
+
+/// The order in which the members of the document and of each image are
+/// written (json::Object itself keeps none).
+static constexpr StringLiteral DocumentOrder[] = {
+    "device",      "selected", "first_compatible", "selection",
+    "tag_ignored", "images",   "status",           "error"};
+static constexpr StringLiteral DeviceOrder[] = {"triple", "arch", "features"};
+static constexpr StringLiteral ImageOrder[] = {
+    "index",  "triple", "arch",      "kind",     "compatible", "reason",
+    "detail", "fit",    "processor", "priority", "tag",        "rank"};
+
+/// Writes \p O with its members in \p Order (members not listed are not
+/// written).
+static void writeObject(json::OStream &J, const json::Object &O,
+                        ArrayRef<StringLiteral> Order) {
+  J.object([&] {
+    for (StringLiteral Key : Order) {
+      const json::Value *V = O.get(Key);
+      if (!V)
+        continue;
+      if (Key == "device") {
+        J.attributeBegin(Key);
+        writeObject(J, *V->getAsObject(), DeviceOrder);
+        J.attributeEnd();
+      } else if (Key == "images") {
+        J.attributeArray(Key, [&] {
+          for (const json::Value &Image : *V->getAsArray())
+            writeObject(J, *Image.getAsObject(), ImageOrder);
+        });
+      } else {
+        J.attribute(Key, *V);
+      }
+    }
+  });
+}
+
+static void writeDocument(raw_ostream &OS, const json::Object &Document,
+                          unsigned Indent) {
+  json::OStream J(OS, Indent);
+  writeObject(J, Document, DocumentOrder);
+}
+
+/// Parses one line of --batch input.
+static Expected<Question> parseQuestion(StringRef Line) {
+  Expected<json::Value> Value = json::parse(Line);
+  if (!Value)
+    return Value.takeError();
+  const json::Object *O = Value->getAsObject();
+  if (!O)
+    return createStringError("expected a JSON object");
+  Question Q;
+  std::optional<StringRef> Device = O->getString("device");
+  std::optional<StringRef> File = O->getString("file");
+  if (!Device || !File)
+    return createStringError("expected string members \"device\" and \"file\"");
+  Q.Device = Device->str();
+  Q.File = File->str();
+  if (const json::Value *Tag = O->get("tag"); Tag && !Tag->getAsNull()) {
+    std::optional<StringRef> S = Tag->getAsString();
+    if (!S)
+      return createStringError("\"tag\" must be a string");
+    Q.Tag = S->str();
+  }
+  if (Q.File == "-")
+    return createStringError("\"file\" cannot be standard input in --batch");
+  return Q;
+}
+
+/// --batch: one answer per line of standard input, in order, each written
+/// and flushed before the next line is read (a caller may ask, read the
+/// answer, then ask again).
+static int runBatch() {
+  std::string Line;
+  while (std::getline(std::cin, Line)) {
+    if (StringRef(Line).trim().empty())
+      continue;
+    Answer A;
+    if (Expected<Question> Q = parseQuestion(Line))
+      A = answer(*Q);
+    else
+      A = fail("--batch: " + toString(Q.takeError()));
+    A.Document["status"] = A.Status;
+    A.Document["error"] = orNull(A.Error);
+    writeDocument(outs(), A.Document, /*Indent=*/0);
+    outs() << "\n";
+    outs().flush();
+  }
+  if (std::cin.bad())
+    return reportError("<stdin>: cannot read");
+  return ExitSelected;
 }
 
 int main(int Argc, char **Argv) {
@@ -181,184 +491,36 @@ int main(int Argc, char **Argv) {
     }
     return ExitBadInput;
   }
+  if (Batch) {
+    if (!DeviceSpec.empty() || !InputFile.empty() ||
+        RequiredTag.getNumOccurrences() || JSONOutput)
+      return reportError("--batch takes its questions from standard input "
+                         "only");
+    return runBatch();
+  }
   if (DeviceSpec.empty())
     return reportError("--device is required");
   if (InputFile.empty())
     return reportError("no input file");
 
-  Expected<DeviceArgs> Args = parseDeviceSpec(DeviceSpec);
-  if (!Args)
-    return reportError(toString(Args.takeError()));
-  if (Error Err = checkDevice(*Args))
-    return reportError(toString(std::move(Err)));
-  if (RequiredTag.getNumOccurrences()) {
-    // The library's own check of a variant_tag value.
-    ImageCandidate Probe{"", {}};
-    Probe.Keys.VariantTag = RequiredTag;
-    if (Expected<ImageScore> S = scoreImage(Probe, {"", std::nullopt}); !S)
-      return reportError("--tag: " + toString(S.takeError()));
-  }
-
-  ErrorOr<std::unique_ptr<MemoryBuffer>> Buffer =
-      MemoryBuffer::getFileOrSTDIN(InputFile, /*IsText=*/false,
-                                   /*RequiresNullTerminator=*/false);
-  if (std::error_code EC = Buffer.getError())
-    return reportError(InputFile + ": " + EC.message());
-  SmallVector<OffloadFile, 4> Files;
-  if (Error Err = extractOffloadBinaries(**Buffer, Files))
-    return reportError(InputFile + ": " + toString(std::move(Err)));
-  if (Files.empty())
-    return reportError(InputFile + ": no offloading image found");
-
-  kdl::PluginDevice Device{Triple(Args->Triple),
-                           StringRef(Args->Arch).split(':').first.str(),
-                           Args->Arch,
-                           {Args->ISAs.begin(), Args->ISAs.end()}};
-  ImageDevice RankDevice{Device.Arch, std::nullopt};
-  if (!Args->Features.empty())
-    RankDevice.Features = ArrayRef(Args->Features);
-
-  SmallVector<Verdict> Verdicts;
-  SmallVector<ImageCandidate> Candidates;
-  SmallVector<size_t> CandidateIndex;
-  for (const OffloadFile &File : Files) {
-    const OffloadBinary &Binary = *File.getBinary();
-    Verdict V{&Binary,
-              false,
-              "",
-              0,
-              {Binary.getImage(), offloading::getImageKeys(Binary)}};
-    // An entry flagged OIF_Metadata (bit 0) describes the binary and holds
-    // no image.
-    if (Binary.getFlags() & 1)
-      V.Why = "metadata-only entry (OIF_Metadata): no image";
-    else
-      V.Accepted = kdl::pluginAccepts(Binary.getImage(), Device, V.Why);
-    if (V.Accepted) {
-      Candidates.push_back(V.Candidate);
-      CandidateIndex.push_back(Verdicts.size());
-    }
-    Verdicts.push_back(std::move(V));
-  }
-
-  ImageSelection Selection =
-      selectImage(Candidates, RankDevice, RequiredTag.getValue());
-  if (Selection.TagIgnored)
-    WithColor::note(errs()) << "no image has variant_tag '" << RequiredTag
-                            << "'; the tag is ignored\n";
-  // Rank the accepted images best first; equal scores keep their order.
-  SmallVector<std::pair<ImageScore, size_t>> Order;
-  for (auto [I, C] : enumerate(Candidates)) {
-    Expected<ImageScore> Score = scoreImage(C, RankDevice);
-    Order.push_back({Score ? *Score : ImageScore(), I});
-    if (!Score)
-      consumeError(Score.takeError());
-  }
-  llvm::stable_sort(
-      Order, [](const auto &A, const auto &B) { return B.first < A.first; });
-  for (auto [Position, Entry] : enumerate(Order))
-    Verdicts[CandidateIndex[Entry.second]].Rank = Position + 1;
-
-  std::optional<size_t> Selected, First;
-  if (!Candidates.empty()) {
-    Selected = CandidateIndex[Selection.Index];
-    First = CandidateIndex.front();
-  }
-
-  auto Describe = [&](const Verdict &V) {
-    std::string Text;
-    raw_string_ostream OS(Text);
-    if (V.Accepted)
-      describeImage(OS, V.Candidate, RankDevice);
-    else
-      OS << V.Why;
-    return Text;
-  };
-
+  Question Q{DeviceSpec, InputFile, std::nullopt};
+  if (RequiredTag.getNumOccurrences())
+    Q.Tag = RequiredTag;
+  Answer A = answer(Q);
+  if (A.Status == ExitBadInput)
+    return reportError(A.Error);
+  if (A.TagIgnored)
+    WithColor::note(errs())
+        << "no image has variant_tag '" << escaped(RequiredTag)
+        << "'; the tag is ignored\n";
   if (JSONOutput) {
-    json::OStream J(outs(), /*IndentSize=*/2);
-    J.object([&] {
-      J.attributeObject("device", [&] {
-        J.attribute("triple", Args->Triple);
-        J.attribute("arch", Args->Arch);
-        J.attributeArray("features", [&] {
-          for (StringRef Feature : Args->Features)
-            J.value(Feature);
-        });
-      });
-      J.attribute("selected", Selected ? json::Value(int64_t(*Selected))
-                                       : json::Value(nullptr));
-      J.attribute("first_compatible",
-                  First ? json::Value(int64_t(*First)) : json::Value(nullptr));
-      J.attribute("selection", Candidates.empty()
-                                   ? "none"
-                                   : getSelectionName(Selection.Kind));
-      J.attributeArray("images", [&] {
-        for (auto [I, V] : enumerate(Verdicts)) {
-          J.object([&] {
-            // Only accepted images are ranked (as in the runtime).
-            ImageRank Rank;
-            if (V.Accepted)
-              Rank = rankImage(V.Candidate.Image, RankDevice.Arch);
-            J.attribute("index", int64_t(I));
-            J.attribute("triple", V.Binary->getTriple());
-            J.attribute("arch", V.Binary->getArch());
-            J.attribute("kind", getImageKindName(V.Binary->getImageKind()));
-            J.attribute("compatible", V.Accepted);
-            J.attribute("reason", V.Accepted ? "accepted" : "rejected");
-            J.attribute("detail", Describe(V));
-            J.attribute("fit", V.Accepted
-                                   ? json::Value(getImageFitName(Rank.Fit))
-                                   : json::Value(nullptr));
-            J.attribute("processor", Rank.Processor);
-            StringRef Priority = V.Candidate.Keys.VariantPriority;
-            J.attribute("priority", Priority.empty() ? json::Value(nullptr)
-                                                     : json::Value(Priority));
-            StringRef Tag = V.Candidate.Keys.VariantTag;
-            J.attribute("tag",
-                        Tag.empty() ? json::Value(nullptr) : json::Value(Tag));
-            J.attribute("rank", V.Rank ? json::Value(int64_t(V.Rank))
-                                       : json::Value(nullptr));
-          });
-        }
-      });
-    });
+    writeDocument(outs(), A.Document, /*Indent=*/2);
     outs() << "\n";
   } else {
-    for (auto [I, V] : enumerate(Verdicts)) {
-      outs() << "image " << I << ": ";
-      if (V.Accepted)
-        outs() << "rank " << V.Rank << ": ";
-      else
-        outs() << "rejected: ";
-      outs() << Describe(V) << "\n";
-    }
-    if (First)
-      outs() << "first compatible: image " << *First << "\n";
-    if (!Selected)
-      outs() << "selected: none\n";
-    else if (Selection.Kind == ImageSelectionKind::FirstUnranked)
-      outs() << "selected: image " << *Selected
-             << " (it cannot be ranked; the first compatible is kept)\n";
-    else
-      outs() << "selected: image " << *Selected << "\n";
+    outs() << escaped(A.Text);
   }
   outs().flush();
-
-  if (!Selected) {
-    auto &OS = WithColor::error(errs());
-    OS << InputFile << ": no compatible image for " << Args->Triple;
-    if (!Args->Arch.empty())
-      OS << " " << Args->Arch;
-    OS << "; available:";
-    for (auto [I, V] : enumerate(Verdicts)) {
-      OS << (I ? ", [" : " [") << I << "] " << V.Binary->getArch();
-      if (StringRef Kind = getImageKindName(V.Binary->getImageKind());
-          !Kind.empty())
-        OS << " " << Kind;
-    }
-    OS << "\n";
-    return ExitNoneCompatible;
-  }
-  return ExitSelected;
+  if (A.Status == ExitNoneCompatible)
+    WithColor::error(errs()) << escaped(A.Error) << "\n";
+  return A.Status;
 }
