@@ -1,11 +1,12 @@
-"""Where a result came from: tool versions, a build's CMake cache, git describe.
+"""Where a result came from: tool versions and a build's CMake cache.
 
 The ground floor every module that records provenance uses, so that each fact
 is read one way: the first line a tool prints for ``--version``, the
-``KEY:TYPE=VALUE`` entries of a ``CMakeCache.txt``, ``git describe`` of a
-checkout. Each answers None (or an empty mapping) where the fact is not
-there to read, never an error: a result file says "unknown" rather than
-failing to be written.
+``KEY:TYPE=VALUE`` entries of a ``CMakeCache.txt``. Each answers None (or an
+empty mapping) where the fact is not there to read, never an error: a result
+file says "unknown" rather than failing to be written. ``git describe`` of a
+checkout, the same way, is :func:`kdl.series.checkout.describe_tree`: git is
+read only through :class:`kdl.series.checkout.Checkout`.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import logging
 import re
 from pathlib import Path
 
-from kdl import paths, proc
+from kdl import proc
 from kdl.errors import WorkspaceError
 
 log = logging.getLogger("kdl")
@@ -57,15 +58,3 @@ def cmake_cache(build_dir: Path) -> dict[str, str]:
     except OSError:
         return {}
     return {m[1]: m[2] for m in map(_CACHE_LINE.match, text.splitlines()) if m}
-
-
-def git_describe(path: Path | None = None, *extra: str) -> str | None:
-    """``git describe --always --dirty --tags`` of the checkout at *path*."""
-    try:
-        import git
-
-        with git.Repo(path or paths.ROOT, search_parent_directories=True) as repo:
-            return str(repo.git.describe("--always", "--dirty", "--tags", *extra))
-    except Exception as exc:  # GitPython raises several unrelated types
-        log.debug("git describe: %s", exc)
-        return None

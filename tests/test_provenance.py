@@ -26,7 +26,3 @@ def test_first_line_and_version(tmp_path: Path) -> None:
     assert provenance.first_line([sys.executable, "-c", "raise SystemExit(3)"]) is None
     assert provenance.first_line([str(tmp_path / "no-such-tool")]) is None
     assert provenance.version(tmp_path / "no-such-tool") is None
-
-
-def test_git_describe_outside_git_is_none(tmp_path: Path) -> None:
-    assert provenance.git_describe(tmp_path) is None

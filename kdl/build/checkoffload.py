@@ -28,6 +28,7 @@ from typing import Any
 from kdl import paths, proc
 from kdl.errors import UsageError, WorkspaceError
 from kdl.provenance import cmake_cache, first_line
+from kdl.series.checkout import Checkout
 from kdl.series.model import Series, load
 
 log = logging.getLogger("kdl")
@@ -88,17 +89,16 @@ def checkout_of(build_dir: Path) -> dict[str, str | None]:
     doc: dict[str, str | None] = {"path": None, "describe": None, "head": None}
     if not source:
         return doc
-    import git
-
-    try:
-        with git.Repo(source, search_parent_directories=True) as repo:
-            doc["path"] = str(repo.working_tree_dir) if repo.working_tree_dir else None
-            doc["head"] = repo.git.rev_parse("HEAD")
-            doc["describe"] = repo.git.describe(
-                "--tags", "--always", "--dirty", "--abbrev=12"
-            )
-    except (git.InvalidGitRepositoryError, git.NoSuchPathError, git.GitCommandError):
-        pass
+    checkout = Checkout.find(Path(source))
+    if checkout is None:
+        return doc
+    with checkout:
+        doc["path"] = str(checkout.root)
+        try:
+            doc["head"] = checkout.head()
+            doc["describe"] = checkout.describe("--abbrev=12")
+        except WorkspaceError as exc:  # no commit yet
+            log.debug("%s", exc)
     return doc
 
 

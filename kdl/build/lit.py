@@ -28,7 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 from kdl import paths, proc
 from kdl.errors import UsageError, WorkspaceError
-from kdl.provenance import git_describe, version
+from kdl.provenance import version
+from kdl.series.checkout import describe_tree
 
 if TYPE_CHECKING:
     from kdl.build.overlay import Overlay
@@ -229,7 +230,7 @@ def run_lit(
             "filter": filter,
         },
         "tools": tool_versions(dirs),
-        "workspace": git_describe(),
+        "workspace": describe_tree(paths.ROOT),
         "counts": {
             "passed": passed,
             "failed": failed,

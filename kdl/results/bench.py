@@ -33,9 +33,10 @@ from pathlib import Path
 from typing import Any
 
 from kdl import paths, proc
-from kdl.provenance import cmake_cache, first_line
 from kdl.errors import WorkspaceError
 from kdl.offload import elf
+from kdl.provenance import cmake_cache, first_line
+from kdl.series.checkout import describe_tree
 
 log = logging.getLogger("kdl")
 
@@ -407,9 +408,7 @@ def run_bench(
         "cxx_flags": flags or None,
         "llvm_version": first_line([str(llvm_bin / "llvm-config"), "--version"]),
         "llvm_offload_binary": first_line([str(tool), "--version"]),
-        "workspace": first_line(
-            ["git", "-C", str(paths.ROOT), "describe", "--always", "--dirty"]
-        ),
+        "workspace": describe_tree(paths.ROOT),
         "device": DEVICE,
         "payload_bytes": PAYLOAD_BYTES,
         "pack_example": pack_example,

@@ -74,8 +74,8 @@ def draft(
 
 
 def _warn_changed_prs(texts: list[str], base: str | None) -> None:
+    import kdl.rfc.github as gh
     from kdl.rfc import facts
-    from kdl.rfc import github as gh
 
     numbers = sorted({int(n) for t in texts for n in _PR_LINK.findall(t)})
     states = gh.pr_states(numbers, base_url=base or gh.API)

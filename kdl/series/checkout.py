@@ -1,11 +1,15 @@
-"""An llvm-project checkout and what kdl may do to it.
+"""A git work tree (an llvm-project checkout above all) and what kdl may do to it.
 
-:class:`Checkout` wraps a GitPython ``git.Repo`` with the checks every
-mutating ``kdl`` command makes before it touches the user's tree (no
-operation in progress, no uncommitted changes to tracked files, no commits
-that only a detached HEAD holds), the per-branch metadata ``kdl apply``
-records in ``git config`` (``branch.<name>.kdlBase`` and friends), and the
-patch-id bookkeeping that tells which commits of a branch are the series'.
+:class:`Checkout` is the one way kdl uses GitPython: no other module opens a
+repository. It wraps a ``git.Repo`` with the checks every mutating ``kdl``
+command makes before it touches the user's tree (no operation in progress,
+no uncommitted changes to tracked files, no commits that only a detached
+HEAD holds), the per-branch metadata ``kdl apply`` records in ``git config``
+(``branch.<name>.kdlBase`` and friends), and the patch-id bookkeeping that
+tells which commits of a branch are the series'. Opened with
+``require_llvm=False`` it serves any work tree: ``git describe`` of the
+workspace or of the checkout a build came from (:meth:`Checkout.describe`,
+:func:`describe_tree`), the state of a few paths (:meth:`Checkout.status_paths`).
 
 Every diff kdl compares or writes uses :data:`DIFF_OPTS`, so a user's
 ``diff.*`` settings can change neither a patch-id nor an exported patch.
@@ -13,14 +17,17 @@ Every diff kdl compares or writes uses :data:`DIFF_OPTS`, so a user's
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
-import tempfile
+import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 import git
+from git.compat import safe_decode
 
 from kdl.errors import GitError, WorkspaceError
 from kdl.series.match import (
@@ -30,6 +37,8 @@ from kdl.series.match import (
     diff_files,
 )
 from kdl.series.model import Series, normalize_subject
+
+log = logging.getLogger("kdl")
 
 #: What makes a directory an llvm-project checkout for kdl.
 LLVM_MARKERS = ("llvm", "offload", "llvm/include/llvm/Object/OffloadBinary.h")
@@ -99,7 +108,11 @@ def _after_git() -> None:
 
 
 class Checkout:
-    """An llvm-project work tree opened with GitPython."""
+    """A git work tree opened with GitPython.
+
+    *path* may be anywhere in the tree. By default it must be an llvm-project
+    checkout (:data:`LLVM_MARKERS`); ``require_llvm=False`` takes any work tree.
+    """
 
     def __init__(self, path: Path, *, require_llvm: bool = True) -> None:
         where = str(path)
@@ -124,6 +137,19 @@ class Checkout:
                     f"(no {', '.join(missing)})"
                 )
 
+    @classmethod
+    def find(cls, path: Path) -> Checkout | None:
+        """The work tree *path* is in, or None where there is none.
+
+        None for a path that does not exist, is not in a git work tree, or is
+        in a bare repository; the tree need not be an llvm-project checkout.
+        """
+        try:
+            return cls(path, require_llvm=False)
+        except WorkspaceError as exc:
+            log.debug("%s", exc)
+            return None
+
     def __enter__(self) -> Checkout:
         return self
 
@@ -141,11 +167,15 @@ class Checkout:
         try:
             out: str = self.git.execute(["git", *args], **kwargs)
         except git.GitCommandError as exc:
-            detail = last_line(exc.stderr) or last_line(exc.stdout)
-            raise GitError(f"{self.root}: git {args[0]} failed: {detail}") from exc
+            raise self._failed(args, exc) from exc
         finally:
             _after_git()
         return out
+
+    def _failed(self, args: Sequence[str], exc: git.GitCommandError) -> GitError:
+        """The one-line error for a git command that failed."""
+        detail = last_line(exc.stderr) or last_line(exc.stdout)
+        return GitError(f"{self.root}: git {args[0]} failed: {detail}")
 
     def attempt(self, *args: str, **kwargs: Any) -> tuple[int, str, str]:
         """``git ARGS`` returning (status, stdout, stderr), never raising."""
@@ -161,11 +191,32 @@ class Checkout:
         return int(status), str(out), str(err)
 
     def run_with_input(self, args: list[str], data: bytes) -> str:
-        """``git ARGS`` with *data* on stdin (GitPython wants a real file)."""
-        with tempfile.TemporaryFile() as f:
-            f.write(data)
-            f.seek(0)
-            return self.run(*args, istream=f)
+        """``git ARGS`` with *data* on stdin, through a pipe; like :meth:`run`.
+
+        GitPython's ``execute`` only passes a stream through as stdin, so the
+        command is started as a process with a pipe there (``as_process``) and
+        *data* written to it by ``communicate``, which also reads stdout and
+        stderr as they come (no deadlock however large either side is).
+        """
+        command = ["git", *args]
+        try:
+            process = self.git.execute(
+                command, istream=subprocess.PIPE, as_process=True
+            )
+            popen = process.proc
+            assert popen is not None  # set until the process is terminated
+            out: bytes
+            err: bytes
+            out, err = popen.communicate(data)
+            # As execute() gives them: the final newline of each dropped.
+            out, err = out.removesuffix(b"\n"), err.removesuffix(b"\n")
+            if popen.returncode != 0:
+                raise git.GitCommandError(command, popen.returncode, err, out)
+        except git.GitCommandError as exc:
+            raise self._failed(args, exc) from exc
+        finally:
+            _after_git()
+        return safe_decode(out)
 
     # --- refs -------------------------------------------------------------------
     def rev(self, rev: str) -> str:
@@ -197,6 +248,10 @@ class Checkout:
 
     def short(self, sha: str) -> str:
         return sha[:12]
+
+    def describe(self, *extra: str) -> str:
+        """``git describe --always --dirty --tags EXTRA`` of the work tree."""
+        return self.run("describe", "--always", "--dirty", "--tags", *extra)
 
     def describe_head(self) -> str:
         """``main at 0123456789ab`` or ``detached HEAD at 0123456789ab``."""
@@ -241,12 +296,23 @@ class Checkout:
         Untracked files are not scanned (``-uno``): on a 150,000-file tree
         that scan costs more than everything else kdl does.
         """
+        return self._status("--untracked-files=no")
+
+    def status_paths(self, paths: Sequence[Path | str]) -> list[str]:
+        """Of *paths*, those with uncommitted changes or untracked.
+
+        Relative to the top of the work tree; only the given paths are
+        looked at. Nothing for no paths.
+        """
+        if not paths:
+            return []
+        return self._status("--untracked-files=all", "--", *map(str, paths))
+
+    def _status(self, *args: str) -> list[str]:
+        """The paths ``git status --porcelain -z ARGS`` lists (a rename: its
+        new path)."""
         out = self.run(
-            "status",
-            "--porcelain=v1",
-            "-z",
-            "--untracked-files=no",
-            strip_newline_in_stdout=False,
+            "status", "--porcelain=v1", "-z", *args, strip_newline_in_stdout=False
         )
         entries = iter(out.split("\0"))
         paths = []
@@ -414,6 +480,23 @@ class Checkout:
                 )
             )
         return infos
+
+
+def describe_tree(path: Path, *extra: str) -> str | None:
+    """``git describe --always --dirty --tags EXTRA`` of the work tree at *path*.
+
+    None where there is nothing to describe (no work tree, no commit) or git
+    fails: provenance says "unknown" rather than stopping what records it.
+    """
+    checkout = Checkout.find(path)
+    if checkout is None:
+        return None
+    with checkout:
+        try:
+            return checkout.describe(*extra)
+        except GitError as exc:
+            log.debug("git describe: %s", exc)
+            return None
 
 
 def last_line(text: object) -> str:

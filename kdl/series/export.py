@@ -26,8 +26,6 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import git
-
 from kdl import proc
 from kdl.errors import GitError, WorkspaceError
 from kdl.series.checkout import DIFF_OPTS, Checkout
@@ -365,17 +363,11 @@ def _refuse_uncommitted(out_dir: Path, paths: list[Path]) -> None:
     """Refuse to overwrite uncommitted edits to patches/ (if it is in git)."""
     if not paths:
         return
-    try:
-        repo = git.Repo(out_dir, search_parent_directories=True)
-    except git.InvalidGitRepositoryError:
+    checkout = Checkout.find(out_dir)
+    if checkout is None:
         return
-    with repo:
-        if repo.working_tree_dir is None:
-            return
-        out = repo.git.status(
-            "--porcelain=v1", "-z", "--untracked-files=all", "--", *map(str, paths)
-        )
-    dirty = [e[3:] for e in out.split("\0") if e.strip()]
+    with checkout:
+        dirty = checkout.status_paths(paths)
     if dirty:
         raise WorkspaceError(
             f"uncommitted changes to {', '.join(dirty)} would be overwritten; "
