@@ -48,7 +48,7 @@ def test_committed_files_are_regenerated_exactly(generated: dict[str, str]) -> N
         path = gpureport.RESULTS_GPU / name
         assert path.exists(), f"{path} is not committed"
         assert path.read_text() == text, (
-            f"{path} differs from what `python -m kdl.results.gpureport report` makes "
+            f"{path} differs from what `kdl results report` makes "
             "from results/gpu/raw.json"
         )
 
@@ -252,3 +252,54 @@ def test_svg_follows_the_data(generated: dict[str, str]) -> None:
     assert gpureport._fmt_ns(med) in svg
     summary["layers"]["liboffload"]["cold"]["runtime_init"]["median"] = med * 3
     assert gpureport.render_svg(summary) != svg
+
+
+@pytest.mark.parametrize("n", [7, 6])
+def test_resample_median_has_the_bootstrap_distribution(n: int) -> None:
+    """The order-statistic draw gives a resample's median the distribution
+    that drawing all n values gives it: checked against the exact one."""
+    import random
+    from math import comb
+
+    values = [float(v) for v in range(n)]
+    rng = random.Random(1)
+    draws = 20000
+    got: dict[float, int] = {}
+    for _ in range(draws):
+        m = gpureport.resample_median(rng, values)
+        got[m] = got.get(m, 0) + 1
+
+    def at_least(k: int, p: float) -> float:
+        """P(at least k of n draws fall at or below a value of mass p)."""
+        return sum(comb(n, i) * p**i * (1 - p) ** (n - i) for i in range(k, n + 1))
+
+    lo = (n - 1) // 2
+    for j in range(n):
+        # P(median <= j), exactly: for odd n, the (lo+1)-th smallest draw is
+        # at most j; for even n, the mean of the two middle draws is.
+        p = (j + 1) / n
+        if n % 2:
+            want = at_least(lo + 1, p)
+        else:
+            want = sum(
+                prob
+                for (a, b), prob in _middle_pairs(n, lo).items()
+                if (a + b) / 2 <= j
+            )
+        seen = sum(c for m, c in got.items() if m <= j) / draws
+        sigma = max((want * (1 - want) / draws) ** 0.5, 1e-9)
+        assert abs(seen - want) <= 5 * sigma + 1e-3, (j, seen, want)
+
+
+def _middle_pairs(n: int, lo: int) -> dict[tuple[int, int], float]:
+    """Exact distribution of the (lo+1)-th and (lo+2)-th smallest of n draws
+    of 0..n-1, by enumerating every resample (n**n of them)."""
+    from itertools import product
+
+    dist: dict[tuple[int, int], float] = {}
+    for draw in product(range(n), repeat=n):
+        s = sorted(draw)
+        key = (s[lo], s[lo + 1])
+        dist[key] = dist.get(key, 0.0) + 1.0
+    total = float(n**n)
+    return {k: v / total for k, v in dist.items()}

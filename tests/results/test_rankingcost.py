@@ -16,7 +16,7 @@ def test_committed_files_are_what_the_raw_files_give() -> None:
     for name, text in rankingcost.generate().items():
         path = rankingcost.DIR / name
         assert path.read_text() == text, (
-            f"{path} differs from what `python -m kdl.results.rankingcost report` makes"
+            f"{path} differs from what `kdl results report` makes"
         )
 
 
