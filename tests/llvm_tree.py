@@ -3,17 +3,15 @@
 The trees hold real LLVM 22 files (Debian's headers under /usr/lib/llvm-22
 placed where llvm-project keeps them); the series are made in the test with
 commits and ``git format-patch`` (kdl's fixed form, the same that ``kdl
-export`` writes). :func:`isolated_git` is the autouse fixture of every git
-test module: temporary HOME, no system or global config, a fixed identity
-and fixed dates.
+export`` writes). The fixtures built from them (``isolated_git``, ``llvm``,
+``series``) are in tests/conftest.py.
 """
 
 from __future__ import annotations
 
 import hashlib
-import logging
-import os
 import re
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -21,8 +19,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-
-from kdl import proc
 
 LLVM_INCLUDE = Path("/usr/lib/llvm-22/include")
 
@@ -41,42 +37,6 @@ OFFLOAD_API = "offload/include/OffloadAPI.h"
 USER = "Kdl Tester <tester@example.org>"
 #: The stable dates every commit gets (``git am`` keeps the patch's author date).
 DATE = "2026-01-02T03:04:05+00:00"
-
-
-@pytest.fixture(autouse=True)
-def isolated_git(
-    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[Path]:
-    home = tmp_path_factory.mktemp("home")
-    for var in list(os.environ):
-        if var.startswith("GIT_") or var in ("LIT_FILTER", "LIT_OPTS"):
-            monkeypatch.delenv(var)
-    (home / ".gitconfig").write_text(
-        "[init]\n\tdefaultBranch = main\n[advice]\n\tdetachedHead = false\n"
-    )
-    env = {
-        "HOME": str(home),
-        "XDG_CONFIG_HOME": str(home / ".config"),
-        "GIT_CONFIG_NOSYSTEM": "1",
-        "GIT_CONFIG_GLOBAL": str(home / ".gitconfig"),
-        "GIT_AUTHOR_NAME": "Kdl Tester",
-        "GIT_AUTHOR_EMAIL": "tester@example.org",
-        "GIT_COMMITTER_NAME": "Kdl Tester",
-        "GIT_COMMITTER_EMAIL": "tester@example.org",
-        "GIT_AUTHOR_DATE": DATE,
-        "GIT_COMMITTER_DATE": DATE,
-        "GIT_TERMINAL_PROMPT": "0",
-        "EDITOR": "false",
-        "LC_ALL": "C.UTF-8",
-    }
-    for key, value in env.items():
-        monkeypatch.setenv(key, value)
-    monkeypatch.setattr(proc, "DRY_RUN", False)
-    # kdl.cli.main binds a handler to the sys.stderr of the test that ran it.
-    logger = logging.getLogger("kdl")
-    monkeypatch.setattr(logger, "handlers", [])
-    monkeypatch.setattr(logger, "propagate", True)
-    yield home
 
 
 def git(repo: Path, *args: str, check: bool = True, **kwargs: object) -> str:
@@ -454,13 +414,76 @@ def apply_argv(llvm: Path, series: SeriesDir, *extra: str) -> list[str]:
     return [sys.executable, "-m", "kdl", "apply", *args]
 
 
-@pytest.fixture
-def llvm(tmp_path: Path) -> Path:
-    """A small llvm-project checkout (make_llvm_checkout)."""
-    return make_llvm_checkout(tmp_path / "llvm-project")
+# --- Helpers of the series command tests ----------------------------------------
+
+BRANCH = "kdl/test-series"
+# git format-patch names, cut at 64 characters
+P1 = "0001-Object-Offload-Add-standard-OffloadBinary-metadata-k.patch"
+P2 = "0002-Object-Offload-Check-image-metadata-against-a-device.patch"
+P3 = "0003-Offload-Load-the-best-ranked-image.patch"
+P4 = "0004-Offload-Document-ranked-selection.patch"
 
 
-@pytest.fixture
-def series(llvm: Path, tmp_path: Path) -> SeriesDir:
-    """A patch series against *llvm* (make_series)."""
-    return make_series(llvm, tmp_path / "patches")
+def on_series(
+    capsys: pytest.CaptureFixture[str],
+    command: str,
+    llvm: Path,
+    series: SeriesDir,
+    *extra: str,
+) -> tuple[int, str, str]:
+    """``kdl COMMAND --llvm LLVM --series SERIES [EXTRA...]``, in process."""
+    return kdl(
+        capsys, command, "--llvm", str(llvm), "--series", str(series.series), *extra
+    )
+
+
+def apply(
+    capsys: pytest.CaptureFixture[str], llvm: Path, series: SeriesDir, *extra: str
+) -> tuple[int, str, str]:
+    return on_series(capsys, "apply", llvm, series, *extra)
+
+
+def commit_on_main(
+    llvm: Path,
+    rel: str,
+    change: str,
+    old: str | None = None,
+    message: str = "upstream change",
+) -> None:
+    path = llvm / rel
+    text = path.read_text()
+    path.write_text(replace(text, old, change) if old else change + text)
+    git(llvm, "commit", "--quiet", "-am", message)
+
+
+def files_of(d: Path) -> dict[str, bytes]:
+    """The files directly in *d*, by name, with their bytes."""
+    return {p.name: p.read_bytes() for p in sorted(d.iterdir()) if p.is_file()}
+
+
+def move_hunks_and_change_context(llvm: Path) -> None:
+    """Commit lines that move every hunk, and a context change that needs 3-way."""
+    commit_on_main(llvm, OFFLOAD_BINARY, "// Local note.\n// Another one.\n")
+    commit_on_main(
+        llvm,
+        OFFLOAD_BINARY,
+        "/// and used by the linker later.",
+        old="/// and used by the linker.",
+    )
+
+
+#: A tree shaped like llvm-project whose CMake and tools are small fakes.
+FAKE_LLVM = Path(__file__).resolve().parent / "data" / "fake-llvm-project"
+
+
+def make_fake_llvm(root: Path) -> Path:
+    """A git checkout of the fake llvm-project, tagged like upstream."""
+    shutil.copytree(FAKE_LLVM, root)
+    git(root, "init", "--quiet")
+    git(root, "add", "-A")
+    git(root, "commit", "--quiet", "-m", "fake llvm-project")
+    git(root, "tag", "llvmorg-22-init")
+    (root / "README.md").write_text("one more commit after the tag\n")
+    git(root, "add", "-A")
+    git(root, "commit", "--quiet", "-m", "after the tag")
+    return root

@@ -1,14 +1,13 @@
-"""Shared fixtures of the RFC tests: an isolated workspace, a loopback server."""
+"""Helpers of the RFC tests: an isolated workspace, a loopback server (its
+fixture, ``loopback``, is in tests/conftest.py)."""
 
 from __future__ import annotations
 
 import json
 import shutil
 import socket
-import threading
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -85,7 +84,7 @@ class Loopback:
     replies: list[Reply]
 
 
-def _handler(state: Loopback) -> type[BaseHTTPRequestHandler]:
+def make_handler(state: Loopback) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def _answer(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
@@ -115,23 +114,3 @@ def _handler(state: Loopback) -> type[BaseHTTPRequestHandler]:
             return
 
     return Handler
-
-
-@pytest.fixture
-def loopback() -> Iterator[Callable[..., Loopback]]:
-    servers: list[ThreadingHTTPServer] = []
-
-    def start(*replies: Reply) -> Loopback:
-        state = Loopback("", [], list(replies))
-        server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
-        servers.append(server)
-        threading.Thread(
-            target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
-        ).start()
-        state.url = f"http://127.0.0.1:{server.server_address[1]}"
-        return state
-
-    yield start
-    for server in servers:
-        server.shutdown()
-        server.server_close()

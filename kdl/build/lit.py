@@ -117,9 +117,9 @@ def tool_dirs(
 def _overlay(overlay: Overlay | None) -> Overlay:
     if overlay is not None:
         return overlay
-    from kdl.build import overlay as overlay_build
+    from kdl.build.overlay import build_overlay
 
-    return overlay_build.build_overlay()
+    return build_overlay()
 
 
 def lit_command() -> list[str]:

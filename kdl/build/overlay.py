@@ -20,6 +20,7 @@ main has and LLVM 22 lacks comes from ``overlay/compat/``:
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import logging
 import os
@@ -27,13 +28,14 @@ import re
 import shutil
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from kdl import paths, proc
 from kdl.errors import CommandError, WorkspaceError
 from kdl.provenance import cmake_cache
-from kdl.series import model as series
+from kdl.series.model import Series, load
 
 log = logging.getLogger("kdl")
 
@@ -86,7 +88,7 @@ def _installed_header(prefix: Path) -> Path:
     return header
 
 
-def _fingerprint(the_series: series.Series, header: Path) -> str:
+def _fingerprint(the_series: Series, header: Path) -> str:
     digest = hashlib.sha256(f"format {_EXTRACT_FORMAT}\n".encode())
     digest.update(the_series.path.read_bytes())
     for patch in the_series.patches:
@@ -95,7 +97,7 @@ def _fingerprint(the_series: series.Series, header: Path) -> str:
     return digest.hexdigest()
 
 
-def _apply_series(the_series: series.Series, header: Path, tree: Path) -> list[str]:
+def _apply_series(the_series: Series, header: Path, tree: Path) -> list[str]:
     """Apply what can be applied of *the_series* in *tree*; return the rest.
 
     *header* is the installed ``OffloadBinary.h``: it is copied into the tree
@@ -168,13 +170,13 @@ def _sync(src: Path, dst: Path) -> list[str]:
 
 
 def extract_series(
-    src_dir: Path, the_series: series.Series | None = None, prefix: Path | None = None
+    src_dir: Path, the_series: Series | None = None, prefix: Path | None = None
 ) -> list[str]:
     """Extract the series' buildable files into *src_dir*, if anything changed.
 
     Returns the ``PATCH: PATH`` entries of files that are not built here.
     """
-    the_series = the_series or series.load()
+    the_series = the_series or load()
     header = _installed_header(prefix or paths.default_llvm_prefix())
     stamp = src_dir / _STAMP
     fingerprint = _fingerprint(the_series, header)
@@ -242,35 +244,54 @@ def _configure(build_dir: Path, src_dir: Path, prefix: Path) -> None:
     proc.run(argv, mutating=True)
 
 
-def _build(build_dir: Path, jobs: int) -> list[str]:
+def _build(build_dir: Path, jobs: int, targets: Sequence[str]) -> list[str]:
     ninja = proc.which("ninja")
     if ninja is None:
         raise WorkspaceError("ninja: command not found (apt-get install ninja-build)")
-    result = proc.run([ninja, "-C", build_dir, f"-j{jobs}"], mutating=True)
+    result = proc.run([ninja, "-C", build_dir, f"-j{jobs}", *targets], mutating=True)
     out = result.stdout.decode(errors="replace")
     log.debug("%s", out.rstrip())
     return [Path(m.group(1)).name for m in _LINKED.finditer(out)]
 
 
 def build_overlay(
-    build_dir: Path | None = None, jobs: int | None = None, *, report: bool = True
+    build_dir: Path | None = None,
+    jobs: int | None = None,
+    *,
+    report: bool = True,
+    targets: Sequence[str] = (),
 ) -> Overlay:
     """Extract the series if it changed, configure once, run ninja.
 
     With ``report=False`` (``kdl select``) only a build that did something is
     reported; "up to date" and the files not built here go to the debug log.
+    *targets* limits ninja to those targets (``kdl select`` needs only
+    ``kdl-select``); by default everything is built.
     """
     build_dir = (build_dir or paths.OVERLAY_BUILD).resolve()
+    if proc.DRY_RUN:
+        return _build_locked(build_dir, jobs, report, targets)
+    build_dir.mkdir(parents=True, exist_ok=True)
+    # One build at a time in a directory (two kdl select, or test workers):
+    # the second waits for the first and then finds nothing to do.
+    with (build_dir / ".kdl-build.lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _build_locked(build_dir, jobs, report, targets)
+
+
+def _build_locked(
+    build_dir: Path, jobs: int | None, report: bool, targets: Sequence[str]
+) -> Overlay:
     jobs = jobs or min(2, os.cpu_count() or 1)
     prefix = paths.default_llvm_prefix()
     start = time.monotonic()
     src_dir = build_dir / "src"
     not_built = extract_series(src_dir, prefix=prefix)
     not_built += extract_series(
-        build_dir / "src-test-suite", series.load(paths.TEST_SUITE_SERIES), prefix
+        build_dir / "src-test-suite", load(paths.TEST_SUITE_SERIES), prefix
     )
     _configure(build_dir, src_dir, prefix)
-    linked = _build(build_dir, jobs)
+    linked = _build(build_dir, jobs, targets)
     overlay = _layout(build_dir, not_built)
     if proc.DRY_RUN:
         return overlay
@@ -282,7 +303,12 @@ def build_overlay(
         log.log(level, "overlay: %s is up to date", build_dir)
     for entry in not_built:
         log.log(level, "overlay: not built here: %s", entry)
-    for tool in (overlay.select_tool, overlay.unittests, overlay.library):
-        if not tool.is_file():
+    products = {
+        "kdl-select": overlay.select_tool,
+        "ImageRankingTests": overlay.unittests,
+        "KDLImageRanking": overlay.library,
+    }
+    for target, tool in products.items():
+        if (not targets or target in targets) and not tool.is_file():
             raise WorkspaceError(f"overlay build did not produce {tool}")
     return overlay

@@ -36,7 +36,7 @@ def select_argv(
 def cmd_select(args: argparse.Namespace) -> int:
     from kdl.build.overlay import build_overlay
 
-    overlay = build_overlay(args.build_dir, report=False)
+    overlay = build_overlay(args.build_dir, report=False, targets=["kdl-select"])
     argv = select_argv(overlay.select_tool, args.device, args.file, args.tag, args.json)
     stdin = sys.stdin.buffer.read() if str(args.file) == "-" else None
     result = proc.run(argv, check=False, input=stdin)

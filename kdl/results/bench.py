@@ -453,9 +453,9 @@ def run_bench(
 
 def cmd_bench(args: argparse.Namespace) -> int:
     """``kdl bench [--output FILE] [--quick]``."""
-    from kdl.build import overlay as overlay_build
+    from kdl.build.overlay import build_overlay
 
-    built = overlay_build.build_overlay()
+    built = build_overlay()
     binary = built.bin_dir / "kdl-selection-bench"
     output: Path = args.output or paths.RESULTS / "selection-bench.json"
     quick = getattr(args, "quick", False)

@@ -38,7 +38,7 @@ from pathlib import Path
 
 from kdl import paths, proc
 from kdl.errors import UsageError, WorkspaceError
-from kdl.series import model as series
+from kdl.series.model import Series, load
 
 log = logging.getLogger("kdl")
 
@@ -148,7 +148,7 @@ def include_dirs(path: str, tree: Path) -> list[Path]:
     return [tree / "llvm" / "include"]
 
 
-def build_tree(cache: Path, the_series: series.Series, tree: Path) -> None:
+def build_tree(cache: Path, the_series: Series, tree: Path) -> None:
     """Cached upstream files in *tree*, with the series applied."""
     if tree.exists():
         shutil.rmtree(tree)
@@ -178,9 +178,7 @@ def build_tree(cache: Path, the_series: series.Series, tree: Path) -> None:
             )
 
 
-def generate_tablegen(
-    the_series: series.Series, tree: Path, llvm_prefix: Path
-) -> list[str]:
+def generate_tablegen(the_series: Series, tree: Path, llvm_prefix: Path) -> list[str]:
     """Run mlir-tblgen for each patched .td file in TABLEGEN; the outputs."""
     changed = {f.path for p in the_series.patches for f in p.files}
     tblgen = llvm_prefix / "bin" / "mlir-tblgen"
@@ -275,7 +273,7 @@ def run_check(cache: Path, out: Path, llvm_prefix: Path) -> list[FileResult]:
             "commits in patches/series); --cache names another"
         )
     compiler = str(proc.which("clang++-22") or llvm_prefix / "bin" / "clang++")
-    the_series = series.load()
+    the_series = load()
     cached = read_manifest(cache)
     tree = paths.BUILD / "upstream-check" / "tree"
     build_tree(cache, the_series, tree)

@@ -12,13 +12,15 @@ import pytest
 from kdl.build.checkoffload import run_check_offload
 from kdl.build.llvm import build_llvm
 from kdl.errors import UsageError, WorkspaceError
-from tests.build.test_build import make_fake_llvm
-from tests.llvm_tree import git, isolated_git  # noqa: F401  (autouse fixture)
+from tests.llvm_tree import git, make_fake_llvm
 
-pytestmark = pytest.mark.skipif(
-    not (shutil.which("cmake") and shutil.which("ninja") and shutil.which("cc")),
-    reason="needs cmake, ninja and a C compiler",
-)
+pytestmark = [
+    pytest.mark.usefixtures("isolated_git"),
+    pytest.mark.skipif(
+        not (shutil.which("cmake") and shutil.which("ninja") and shutil.which("cc")),
+        reason="needs cmake, ninja and a C compiler",
+    ),
+]
 
 
 @pytest.fixture

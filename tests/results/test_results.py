@@ -18,7 +18,7 @@ from types import ModuleType
 from typing import Any
 
 from kdl import paths
-from kdl.series import model as series
+from kdl.series.model import load
 
 RESULTS = paths.RESULTS
 
@@ -35,7 +35,7 @@ def test_apply_bench_statistics_follow_the_samples() -> None:
         assert len(samples) == doc["runs"], command
         want = {"min": min(samples), "median": round(statistics.median(samples), 3)}
         assert doc["seconds"][command] == want, command
-    assert doc["patches"] == len(series.load().patches)
+    assert doc["patches"] == len(load().patches)
 
 
 def _report_module(name: str = "clang_selection_report") -> ModuleType:
@@ -88,7 +88,7 @@ def test_runtime_select_follows_its_log() -> None:
 
 def test_upstream_check_verdicts_follow_their_details() -> None:
     doc = _load("upstream-check.json")
-    the_series = series.load()
+    the_series = load()
     bases = {}
     for patch in the_series.patches:
         for f in patch.files:

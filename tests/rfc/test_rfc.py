@@ -13,9 +13,7 @@ from kdl import cli, paths
 from kdl import rfc as rfc_pkg
 from kdl.errors import WorkspaceError
 from kdl.rfc import check, facts, quotes, rst, template
-from tests.rfc_support import DATA, Reply, isolate, loopback, workspace
-
-__all__ = ["loopback"]  # the fixture, used by name below
+from tests.rfc_support import DATA, Reply, isolate, workspace
 
 UNIT_NS: dict[str, float] = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
 

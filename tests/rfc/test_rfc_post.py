@@ -14,9 +14,7 @@ from kdl import cli, paths, proc
 from kdl import rfc as rfc_pkg
 from kdl.errors import UsageError, WorkspaceError
 from kdl.rfc import post
-from tests.rfc_support import Reply, isolate, loopback, workspace
-
-__all__ = ["loopback"]  # the fixture, used by name below
+from tests.rfc_support import Reply, isolate, workspace
 
 KEY = "s3cr3t-api-key-0123456789abcdef"
 USER = "rfc-bot"

@@ -24,7 +24,6 @@ from tests.llvm_tree import (
     SeriesDir,
     apply_argv,
     git,
-    isolated_git,  # noqa: F401  (autouse fixture)
     snapshot,
 )
 

@@ -11,7 +11,7 @@ import pytest
 from kdl.errors import GitError, WorkspaceError
 from kdl.series import checkout
 from kdl.series.checkout import Checkout, describe_tree
-from tests.llvm_tree import git, isolated_git  # noqa: F401  (autouse fixture)
+from tests.llvm_tree import git
 
 
 @pytest.fixture

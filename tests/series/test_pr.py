@@ -13,12 +13,9 @@ from tests.llvm_tree import (
     SeriesDir,
     default_edits,
     git,
-    isolated_git,  # noqa: F401  (autouse fixture)
     kdl,
 )
-from tests.rfc_support import Reply, isolate, loopback
-
-__all__ = ["loopback"]  # the fixture, used by name below
+from tests.rfc_support import Reply, isolate
 
 TOKEN = "ghp_s3cr3t0123456789abcdefABCDEF012345"
 LOGIN = "jdev"

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from kdl import paths
-from kdl.build import lit as testrun
+from kdl.build import lit
 from kdl.errors import UsageError
 
 LLVM_BIN = Path("/usr/lib/llvm-22/bin")
@@ -41,8 +41,8 @@ def tiny_suite(root: Path) -> Path:
 def test_run_lit_counts_results_and_writes_summary(tmp_path: Path) -> None:
     suite = tiny_suite(tmp_path)
     results = tmp_path / "results"
-    dirs = testrun.ToolDirs(tmp_path, tmp_path)
-    result = testrun.run_lit(suite=suite, results_dir=results, dirs=dirs)
+    dirs = lit.ToolDirs(tmp_path, tmp_path)
+    result = lit.run_lit(suite=suite, results_dir=results, dirs=dirs)
     assert (result.passed, result.failed, result.unsupported) == (1, 1, 1)
     assert not result.ok
     assert result.summary() == "1 passed, 1 failed, 1 unsupported"
@@ -70,8 +70,8 @@ def test_run_lit_counts_results_and_writes_summary(tmp_path: Path) -> None:
 
 def test_run_lit_filter(tmp_path: Path) -> None:
     suite = tiny_suite(tmp_path)
-    dirs = testrun.ToolDirs(tmp_path, tmp_path)
-    result = testrun.run_lit(
+    dirs = lit.ToolDirs(tmp_path, tmp_path)
+    result = lit.run_lit(
         filter="pass", suite=suite, results_dir=tmp_path / "r", dirs=dirs
     )
     assert result.ok
@@ -80,9 +80,9 @@ def test_run_lit_filter(tmp_path: Path) -> None:
 
 def test_run_lit_filter_matching_nothing_is_a_usage_error(tmp_path: Path) -> None:
     suite = tiny_suite(tmp_path)
-    dirs = testrun.ToolDirs(tmp_path, tmp_path)
+    dirs = lit.ToolDirs(tmp_path, tmp_path)
     with pytest.raises(UsageError, match="matched no test"):
-        testrun.run_lit(
+        lit.run_lit(
             filter="nothing-like-this", suite=suite, results_dir=tmp_path, dirs=dirs
         )
 
@@ -90,18 +90,18 @@ def test_run_lit_filter_matching_nothing_is_a_usage_error(tmp_path: Path) -> Non
 def test_dry_run_prints_the_lit_command(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(testrun.proc, "DRY_RUN", True)
+    monkeypatch.setattr(lit.proc, "DRY_RUN", True)
     suite = tiny_suite(tmp_path)
-    dirs = testrun.ToolDirs(tmp_path, tmp_path)
-    result = testrun.run_lit(suite=suite, results_dir=tmp_path / "r", dirs=dirs)
+    dirs = lit.ToolDirs(tmp_path, tmp_path)
+    result = lit.run_lit(suite=suite, results_dir=tmp_path / "r", dirs=dirs)
     assert "would run: " in capsys.readouterr().out
     assert not (tmp_path / "r").exists()
     assert (result.passed, result.failed) == (0, 0)
 
 
 def test_lit_argv_passes_tool_dirs_as_params(tmp_path: Path) -> None:
-    dirs = testrun.ToolDirs(Path("/llvm/bin"), Path("/kdl/bin"))
-    argv = testrun.lit_argv(paths.LLVM_TESTS, dirs, tmp_path / "o.json", "nvptx")
+    dirs = lit.ToolDirs(Path("/llvm/bin"), Path("/kdl/bin"))
+    argv = lit.lit_argv(paths.LLVM_TESTS, dirs, tmp_path / "o.json", "nvptx")
     assert "--param=llvm_tools_dir=/llvm/bin" in argv
     assert "--param=kdl_tools_dir=/kdl/bin" in argv
     assert argv[argv.index("--output") + 1] == str(tmp_path / "o.json")
@@ -111,7 +111,7 @@ def test_lit_argv_passes_tool_dirs_as_params(tmp_path: Path) -> None:
 
 def test_build_dir_without_llvm_tools_is_rejected(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="not an LLVM build"):
-        testrun.tool_dirs(build_dir=tmp_path)
+        lit.tool_dirs(build_dir=tmp_path)
 
 
 def test_build_dir_with_kdl_select_uses_it_for_both(tmp_path: Path) -> None:
@@ -119,8 +119,8 @@ def test_build_dir_with_kdl_select_uses_it_for_both(tmp_path: Path) -> None:
     bin_dir.mkdir()
     for tool in ("llvm-offload-binary", "kdl-select"):
         (bin_dir / tool).write_text("")
-    dirs = testrun.tool_dirs(build_dir=tmp_path)
-    assert dirs == testrun.ToolDirs(bin_dir, bin_dir)
+    dirs = lit.tool_dirs(build_dir=tmp_path)
+    assert dirs == lit.ToolDirs(bin_dir, bin_dir)
 
 
 def test_cmd_test_runs_lit_then_check_offload(
@@ -130,7 +130,7 @@ def test_cmd_test_runs_lit_then_check_offload(
     from kdl.build import checkoffload
 
     calls: list[tuple[object, ...]] = []
-    lit_result = testrun.LitResult(True, 3, 0, Path("r.json"))
+    lit_result = lit.LitResult(True, 3, 0, Path("r.json"))
 
     class Offload:
         ok = False
@@ -138,7 +138,7 @@ def test_cmd_test_runs_lit_then_check_offload(
         def summary(self) -> str:
             return "1 passed, 1 failed"
 
-    def fake_lit(**kwargs: object) -> testrun.LitResult:
+    def fake_lit(**kwargs: object) -> lit.LitResult:
         calls.append(("lit", kwargs["build_dir"], kwargs["filter"]))
         return lit_result
 
@@ -152,13 +152,13 @@ def test_cmd_test_runs_lit_then_check_offload(
         calls.append(("series", build_dir))
         return True, [checkoffload.SeriesStep("unit tests X", ["x"], 0)]
 
-    monkeypatch.setattr(testrun, "run_lit", fake_lit)
+    monkeypatch.setattr(lit, "run_lit", fake_lit)
     monkeypatch.setattr(checkoffload, "run_check_offload", fake_offload)
     monkeypatch.setattr(checkoffload, "run_series_tests", fake_series)
     args = argparse.Namespace(build_dir=None, check_offload=False, filter="nvptx")
-    assert testrun.cmd_test(args) == 0
+    assert lit.cmd_test(args) == 0
     args.check_offload = True
-    assert testrun.cmd_test(args) == 1
+    assert lit.cmd_test(args) == 1
     assert calls == [
         ("lit", None, "nvptx"),
         ("lit", None, "nvptx"),
@@ -174,8 +174,8 @@ def test_cmd_test_runs_lit_then_check_offload(
 def test_read_results_rejects_a_non_lit_file(tmp_path: Path) -> None:
     bad = tmp_path / "x.json"
     bad.write_text("[]")
-    with pytest.raises(testrun.WorkspaceError, match="not a lit JSON report"):
-        testrun.read_results(bad)
+    with pytest.raises(lit.WorkspaceError, match="not a lit JSON report"):
+        lit.read_results(bad)
 
 
 def overlay_bin() -> Path:
@@ -226,8 +226,8 @@ def test_filecheck_falls_back_to_the_python_port(
             f"repo_root = {str(paths.ROOT)!r}",
         )
     )
-    dirs = testrun.ToolDirs(tools, kdl_bin)
-    result = testrun.run_lit(
+    dirs = lit.ToolDirs(tools, kdl_bin)
+    result = lit.run_lit(
         suite=suite,
         results_dir=tmp_path / "results",
         dirs=dirs,

@@ -11,12 +11,14 @@ from pathlib import Path
 import pytest
 
 from kdl import proc
-from kdl.build import llvm as build
+from kdl.build import llvm as llvm_build
 from kdl.cli import main
 from kdl.provenance import cmake_cache
-from tests.llvm_tree import git, isolated_git  # noqa: F401  (autouse fixture)
+from tests.llvm_tree import make_fake_llvm
 
-FAKE = Path(__file__).resolve().parents[1] / "data" / "fake-llvm-project"
+# Every test runs git in an isolated environment (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("isolated_git")
+
 TARGETS = [
     "llvm-offload-binary",
     "clang-offload-packager",
@@ -30,19 +32,6 @@ needs_tools = pytest.mark.skipif(
     not (shutil.which("cmake") and shutil.which("ninja") and shutil.which("cc")),
     reason="needs cmake, ninja and a C compiler",
 )
-
-
-def make_fake_llvm(root: Path) -> Path:
-    """A git checkout of the fake llvm-project, tagged like upstream."""
-    shutil.copytree(FAKE, root)
-    git(root, "init", "--quiet")
-    git(root, "add", "-A")
-    git(root, "commit", "--quiet", "-m", "fake llvm-project")
-    git(root, "tag", "llvmorg-22-init")
-    (root / "README.md").write_text("one more commit after the tag\n")
-    git(root, "add", "-A")
-    git(root, "commit", "--quiet", "-m", "after the tag")
-    return root
 
 
 @pytest.fixture
@@ -99,7 +88,7 @@ def test_configure_command_line(
         proc, "which", lambda name, *dirs: Path(found[name]) if name in found else None
     )
     llvm, build_dir = Path("/src/llvm-project"), Path("/b/llvm")
-    assert build.configure_argv(llvm, build_dir) == expected_cmake(
+    assert llvm_build.configure_argv(llvm, build_dir) == expected_cmake(
         llvm, build_dir, launcher
     )
 
@@ -166,16 +155,16 @@ LEGACY = [
 def test_choose_targets(
     available: set[str], targets: list[str], missing: list[str]
 ) -> None:
-    chosen, lacking = build.choose_targets(available)
+    chosen, lacking = llvm_build.choose_targets(available)
     assert chosen == targets
     assert sorted(m.split(" (")[0] for m in lacking) == sorted(missing)
 
 
 def test_cache_disagreements() -> None:
-    ours = {k: v for k, v in build.CONFIG.items()}
-    assert build.cache_disagreements(ours) == []
+    ours = {k: v for k, v in llvm_build.CONFIG.items()}
+    assert llvm_build.cache_disagreements(ours) == []
     assert (
-        build.cache_disagreements(
+        llvm_build.cache_disagreements(
             {
                 **ours,
                 "LLVM_ENABLE_PROJECTS": "clang;lld;mlir;flang",
@@ -184,7 +173,7 @@ def test_cache_disagreements() -> None:
         )
         == []
     )
-    notes = build.cache_disagreements(
+    notes = llvm_build.cache_disagreements(
         {**ours, "CMAKE_BUILD_TYPE": "Debug", "LLVM_ENABLE_ASSERTIONS": "OFF",
          "LLVM_ENABLE_RUNTIMES": "openmp", "LLVM_TARGETS_TO_BUILD": "X86;NVPTX"}
     )  # fmt: skip
@@ -194,7 +183,7 @@ def test_cache_disagreements() -> None:
         "LLVM_ENABLE_RUNTIMES lacks offload (it is 'openmp')",
         "LLVM_TARGETS_TO_BUILD lacks AMDGPU (it is 'X86;NVPTX')",
     ]
-    notes = build.cache_disagreements(
+    notes = llvm_build.cache_disagreements(
         {**ours, "LLVM_RUNTIME_TARGETS": "default", "LLVM_ENABLE_PROJECTS": "clang"}
     )
     assert notes == [
@@ -224,7 +213,7 @@ def test_build_configures_once_and_builds_only_the_series_targets(
     assert (build_dir / "runtimes.stamp").is_file()
     assert not (build_dir / "everything-else.stamp").exists()
     cache = cmake_cache(build_dir)
-    assert {k: cache[k] for k in build.CONFIG} == build.CONFIG
+    assert {k: cache[k] for k in llvm_build.CONFIG} == llvm_build.CONFIG
     # Again: no configure step, nothing compiled (only the always-run
     # runtimes custom target, like upstream's external-project runtimes).
     status = build_fake(fake_llvm, build_dir)

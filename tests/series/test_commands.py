@@ -1,0 +1,78 @@
+"""kdl status on real git repositories."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.llvm_tree import (
+    BRANCH,
+    SeriesDir,
+    apply,
+    commit_on_main,
+    git,
+    on_series,
+)
+
+# --- status ------------------------------------------------------------------------
+
+
+def test_status_reports_patches_and_distance(
+    capsys: pytest.CaptureFixture[str], llvm: Path, series: SeriesDir
+) -> None:
+    assert apply(capsys, llvm, series)[0] == 0
+    git(llvm, "checkout", "--quiet", "main")
+    commit_on_main(llvm, "llvm/CMakeLists.txt", "# one\n")
+    commit_on_main(llvm, "llvm/CMakeLists.txt", "# two\n")
+    git(llvm, "checkout", "--quiet", BRANCH)
+    _, out, _ = on_series(capsys, "status", llvm, series, "--json")
+    doc = json.loads(out)
+    assert doc["branch"] == BRANCH and doc["kdl_branch"] is True
+    assert doc["base"] == {
+        "commit": series.base,
+        "recorded": series.base,
+        "ref": "main",
+    }
+    assert (doc["ahead"], doc["behind"]) == (3, 2)
+    assert [p["state"] for p in doc["patches"]] == ["applied"] * 3
+    assert doc["other_commits"] == []
+    _, out, _ = on_series(capsys, "status", llvm, series)
+    assert f"{BRANCH}: base {series.base[:12]}, 3 commit(s) ahead, 2 behind main" in out
+    assert "status: 3 applied" in out
+    # Rebased onto the new main: the base follows.
+    git(llvm, "rebase", "--quiet", "main")
+    doc = json.loads(
+        on_series(
+            capsys,
+            "status",
+            llvm,
+            series,
+            "--json",
+        )[1]
+    )
+    assert doc["base"]["commit"] == git(llvm, "rev-parse", "main").strip()
+    assert (doc["ahead"], doc["behind"]) == (3, 0)
+    assert on_series(capsys, "revert", llvm, series)[0] == 0
+    assert git(llvm, "rev-parse", "HEAD") == git(llvm, "rev-parse", "main")
+
+
+def test_status_off_a_kdl_branch(
+    capsys: pytest.CaptureFixture[str], llvm: Path, series: SeriesDir
+) -> None:
+    status, out, _ = on_series(capsys, "status", llvm, series)
+    assert status == 0
+    assert "main: not a branch made by kdl apply" in out
+    assert "status: 3 missing" in out
+    git(llvm, "am", "--keep-non-patch", str(series.dir / series.names[0]))
+    doc = json.loads(
+        on_series(
+            capsys,
+            "status",
+            llvm,
+            series,
+            "--json",
+        )[1]
+    )
+    assert [p["state"] for p in doc["patches"]] == ["applied", "missing", "missing"]

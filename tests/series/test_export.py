@@ -1,0 +1,188 @@
+"""kdl export on real git repositories: round trips, edits, versions."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.llvm_tree import (
+    OFFLOAD_API,
+    P1,
+    P2,
+    P3,
+    P4,
+    SeriesDir,
+    apply,
+    files_of,
+    git,
+    on_series,
+)
+
+# --- export ---------------------------------------------------------------------------
+
+
+def test_export_round_trip_is_byte_identical(
+    capsys: pytest.CaptureFixture[str], llvm: Path, series: SeriesDir
+) -> None:
+    text = series.series.read_text().replace(
+        "name: test-series", "# kept comment\nname: test-series"
+    )
+    series.series.write_text(text.replace("0002-", "# about 0002\n0002-", 1))
+    before = files_of(series.dir)
+    assert apply(capsys, llvm, series)[0] == 0
+    status, out, err = on_series(capsys, "export", llvm, series)
+    assert status == 0, err
+    assert out.count(": unchanged") == 3
+    assert "0 file(s) changed" in out
+    assert files_of(series.dir) == before
+
+
+def test_export_round_trip_ignores_user_config(
+    capsys: pytest.CaptureFixture[str],
+    llvm: Path,
+    series: SeriesDir,
+) -> None:
+    before = files_of(series.dir)
+    settings = {
+        "format": "signature=sig numbered=false suffix=.txt headers=X-Foo:bar "
+        "thread=shallow signOff=true coverLetter=auto from=true",
+        "diff": "noprefix=true algorithm=histogram context=5 renames=copies "
+        "mnemonicPrefix=true interHunkContext=10 suppressBlankEmpty=true",
+        "am": "messageid=true keepcr=true threeWay=false",
+        "core": "abbrev=7",
+    }
+    with (Path(os.environ["HOME"]) / ".gitconfig").open("a") as f:
+        for section, pairs in settings.items():
+            f.write(f"[{section}]\n")
+            f.writelines(f"\t{pair.replace('=', ' = ', 1)}\n" for pair in pairs.split())
+    assert apply(capsys, llvm, series)[0] == 0
+    assert "Message-Id" not in git(llvm, "log", "-1", "--format=%B")
+    status, _, err = on_series(capsys, "export", llvm, series)
+    assert status == 0, err
+    assert files_of(series.dir) == before
+
+
+def test_export_writes_edits_and_new_commits(
+    capsys: pytest.CaptureFixture[str], llvm: Path, series: SeriesDir
+) -> None:
+    before = files_of(series.dir)
+    assert apply(capsys, llvm, series)[0] == 0
+    # Edit patch 3 on the branch and add a fourth commit touching a new and an old file.
+    (llvm / OFFLOAD_API).write_text((llvm / OFFLOAD_API).read_text() + "// refined\n")
+    git(llvm, "commit", "--quiet", "--amend", "-a", "--no-edit")
+    (llvm / "offload/NEWS.txt").write_text("ranked selection\n")
+    (llvm / "llvm/include/llvm/Object/Binary.h").write_text(
+        (llvm / "llvm/include/llvm/Object/Binary.h").read_text() + "// binary\n"
+    )
+    git(llvm, "add", "-A")
+    git(llvm, "commit", "--quiet", "-m", "[Offload] Document ranked selection")
+    status, out, err = on_series(capsys, "export", llvm, series)
+    assert status == 0, err
+    assert f"{P3}: updated" in out
+    assert f"{P4}: new" in out
+    after = files_of(series.dir)
+    assert {n for n in after if after[n] != before.get(n)} == {
+        P1,
+        P2,
+        P3,
+        P4,
+        "series",
+        "CHANGELOG.md",
+    }
+    for name in (P1, P2):  # only the numbering moved: [PATCH n/3] -> [PATCH n/4]
+        assert after[name].replace(b"/4] ", b"/3] ", 1) == before[name]
+    for name in series.names:  # numbering moved from n/3 to n/4
+        assert b"Subject: [PATCH " in after[name] and b"/4]" in after[name]
+    text = after["series"].decode()
+    assert text.endswith(
+        f"{P4}\n"
+        f"    base llvm/include/llvm/Object/Binary.h {series.base}\n"
+        "    new  offload/NEWS.txt\n"
+    )
+    assert b"+// refined" in after[P3]
+    # The refreshed series is what the branch holds: status agrees, revert is allowed.
+    doc = json.loads(
+        on_series(
+            capsys,
+            "status",
+            llvm,
+            series,
+            "--json",
+        )[1]
+    )
+    assert [p["state"] for p in doc["patches"]] == ["applied"] * 4
+    # Dropping a commit on the branch removes its patch file.
+    git(llvm, "reset", "--quiet", "--hard", "HEAD~1")
+    status, out, _ = on_series(capsys, "export", llvm, series)
+    assert f"{P4}: removed" in out
+    assert not (series.dir / P4).exists()
+
+
+def test_export_keeps_each_version_with_a_range_diff_and_changelog(
+    capsys: pytest.CaptureFixture[str], llvm: Path, series: SeriesDir
+) -> None:
+    before = files_of(series.dir)
+    assert apply(capsys, llvm, series)[0] == 0
+    # Nothing changed: no new version.
+    assert on_series(capsys, "export", llvm, series)[0] == 0
+    assert not (series.dir / "versions").exists()
+    (llvm / OFFLOAD_API).write_text((llvm / OFFLOAD_API).read_text() + "// refined\n")
+    git(llvm, "commit", "--quiet", "--amend", "-a", "--no-edit")
+    status, _, err = on_series(
+        capsys, "export", llvm, series, "-m", "Rank by fit, not by key"
+    )
+    assert status == 0, err
+    v1 = series.dir / "versions" / "v1"
+    assert files_of(v1) == before  # the old patches and series, byte for byte
+    assert "version: 2\n" in (series.dir / "series").read_text()
+    # git range-diff of v1 (applied in a scratch worktree) against the branch.
+    diff = (series.dir / "versions" / "v2.range-diff").read_text().splitlines()
+    assert [line.split(":", 1)[0].strip() for line in diff if ":  " in line][:3] == [
+        "1",
+        "2",
+        "3",
+    ]
+    assert " = 1:" in diff[0] and " = 2:" in diff[1] and " ! 3:" in diff[2]
+    assert any("+// refined" in line for line in diff)
+    assert git(llvm, "worktree", "list").count("\n") == 1  # scratch tree removed
+    log = (series.dir / "CHANGELOG.md").read_text()
+    assert re.search(
+        r"^- v2 \(\d{4}-\d{2}-\d{2}\): Rank by fit, not by key$", log, re.M
+    )
+    # A second change: v2 is kept, v3 written; the default line says what changed.
+    (llvm / OFFLOAD_API).write_text((llvm / OFFLOAD_API).read_text() + "// again\n")
+    git(llvm, "commit", "--quiet", "--amend", "-a", "--no-edit")
+    assert on_series(capsys, "export", llvm, series)[0] == 0
+    assert (series.dir / "versions" / "v2" / "series").read_text().count("version: 2")
+    assert "version: 3\n" in (series.dir / "series").read_text()
+    lines = (series.dir / "CHANGELOG.md").read_text().splitlines()
+    assert lines[2].startswith("- v3 (") and lines[2].endswith(": changed 0003")
+    assert lines[3].startswith("- v2 (")
+
+
+def test_export_refuses_to_overwrite_uncommitted_patches(
+    capsys: pytest.CaptureFixture[str], llvm: Path, series: SeriesDir
+) -> None:
+    git(series.dir, "init", "--quiet")
+    git(series.dir, "add", "-A")
+    git(series.dir, "commit", "--quiet", "-m", "series")
+    assert apply(capsys, llvm, series)[0] == 0
+    (llvm / OFFLOAD_API).write_text((llvm / OFFLOAD_API).read_text() + "// refined\n")
+    git(llvm, "commit", "--quiet", "--amend", "-a", "--no-edit")
+    patch = series.dir / series.names[2]
+    patch.write_text(patch.read_text() + "\n")
+    status, _, err = on_series(capsys, "export", llvm, series)
+    assert status == 1
+    assert f"uncommitted changes to {series.names[2]} would be overwritten" in err
+
+
+def test_export_needs_a_kdl_branch(
+    capsys: pytest.CaptureFixture[str], llvm: Path, series: SeriesDir
+) -> None:
+    status, _, err = on_series(capsys, "export", llvm, series)
+    assert status == 1
+    assert "HEAD is main at" in err and "not a branch made by kdl apply" in err
