@@ -263,7 +263,17 @@ def build_parser() -> argparse.ArgumentParser:
         "workflow:cmd_all",
         "the main job: build against LLVM 22, run the lit suite, draft the RFC",
     )
-    add("selftest", "workflow:cmd_selftest", "the whole test suite (what CI runs)")
+    p = add(
+        "selftest",
+        "workflow:cmd_selftest",
+        "lint, build and test: the fast tier, or with --full what CI runs",
+    )
+    p.add_argument(
+        "--full",
+        action="store_true",
+        help="the whole suite: pytest's slow tests too, the fuzzer for 60 s "
+        "instead of 10 s (what .ci/run runs)",
+    )
     return parser
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 import time
 from pathlib import Path
@@ -20,8 +21,22 @@ from kdl import paths, proc
 
 log = logging.getLogger("kdl")
 
-#: How long selftest (and so CI) runs the fuzzer.
-FUZZ_SECONDS = 60
+#: How long selftest runs the fuzzer: the fast tier, and --full (CI).
+FUZZ_SECONDS = {False: 10, True: 60}
+
+
+def _pytest_argv(junit: Path, full: bool) -> list[str]:
+    """pytest over tests/: every test with *full*, else the fast tier (not
+    marked slow); on two workers where there are two cores (pytest-xdist,
+    each worker taking the next test as it frees up)."""
+    argv = [sys.executable, "-m", "pytest", "-v", f"--junitxml={junit}"]
+    if not full:
+        argv += ["-m", "not slow"]
+    workers = min(2, os.cpu_count() or 1)
+    if workers > 1:
+        argv += ["-n", str(workers), "--dist", "worksteal"]
+    return [*argv, "tests"]
+
 
 #: gtest's JSON report of the series' unit tests; the RFC counts it.
 UNITTEST_RESULTS = paths.RESULTS / "unittests.json"
@@ -41,13 +56,13 @@ def _draft_and_check_rfc() -> tuple[list[Path], list[str]]:
 
 def cmd_all(args: argparse.Namespace) -> int:
     """Build against LLVM 22, run unit tests and the lit suite, draft the RFC."""
-    from kdl.build import lit as testrun
-    from kdl.build import overlay as overlay_build
+    from kdl.build.lit import run_lit
+    from kdl.build.overlay import build_overlay
 
     start = time.monotonic()
-    overlay = overlay_build.build_overlay()
+    overlay = build_overlay()
     unit = proc.run(_unittest_argv(overlay.unittests), check=False)
-    lit = testrun.run_lit(overlay=overlay)
+    lit = run_lit(overlay=overlay)
     posts, problems = _draft_and_check_rfc()
     for line in problems:
         print(line)
@@ -96,11 +111,15 @@ def _pytest_counts(report: Path) -> tuple[int, int, int]:
 def cmd_selftest(args: argparse.Namespace) -> int:
     """Lint, build the overlay, run its unit tests, pytest, lit, the RFC check.
 
-    The closing line counts tests (gtest, pytest and lit together), not
-    stages; a stage that runs no test, or skips one, fails.
+    The fast tier leaves out pytest's slow tests and fuzzes for less time;
+    ``--full`` (CI) runs everything. The closing line counts tests (gtest,
+    pytest and lit together), not stages; a stage that runs no test, or
+    skips one, fails.
     """
-    from kdl.build import lit as testrun
-    from kdl.build import overlay as overlay_build
+    full = bool(getattr(args, "full", False))
+    fuzz_seconds = FUZZ_SECONDS[full]
+    from kdl.build.lit import run_lit
+    from kdl.build.overlay import build_overlay
 
     py = sys.executable
     stages: dict[str, str] = {}
@@ -120,7 +139,7 @@ def cmd_selftest(args: argparse.Namespace) -> int:
         ok = _step(name, argv)
         stage(name, ok, "clean" if ok else "problems above")
     print("\n=== overlay build", flush=True)
-    overlay = overlay_build.build_overlay()
+    overlay = build_overlay()
 
     UNITTEST_RESULTS.unlink(missing_ok=True)
     _step("unit tests (gtest)", _unittest_argv(overlay.unittests))
@@ -129,7 +148,7 @@ def cmd_selftest(args: argparse.Namespace) -> int:
 
     junit = paths.BUILD / "pytest.xml"
     junit.unlink(missing_ok=True)
-    _step("pytest", [py, "-m", "pytest", "-v", f"--junitxml={junit}", "tests"])
+    _step("pytest" if full else "pytest (fast tier)", _pytest_argv(junit, full))
     p_pass, p_fail, p_skip = _pytest_counts(junit)
     stage(
         "pytest",
@@ -138,13 +157,13 @@ def cmd_selftest(args: argparse.Namespace) -> int:
     )
 
     print("\n=== lit suite (llvm-tests)", flush=True)
-    lit = testrun.run_lit(overlay=overlay)
+    lit = run_lit(overlay=overlay)
     stage("lit", lit.ok, lit.summary())
 
-    print(f"\n=== libFuzzer on the ranking ({FUZZ_SECONDS} s, seeded from lit)")
+    print(f"\n=== libFuzzer on the ranking ({fuzz_seconds} s, seeded from lit)")
     from kdl.fuzz import run_fuzz
 
-    fuzz_ok = run_fuzz(FUZZ_SECONDS)
+    fuzz_ok = run_fuzz(fuzz_seconds)
     stage("fuzz", fuzz_ok, "no finding" if fuzz_ok else "a finding in build/fuzz/")
 
     print("\n=== RFC drafts from this run's results, then kdl rfc --check", flush=True)
@@ -162,5 +181,6 @@ def cmd_selftest(args: argparse.Namespace) -> int:
         print(f"  failed stages: {', '.join(failed_stages)}")
     # One line in the form test runners print: tests, not stages. Skipped
     # tests count as failed: every test must run here.
+    print(f"  tier: {'full (pytest all, fuzz 60 s)' if full else 'fast'}")
     print(f"selftest: {passed} passed, {failed} failed")
     return 0 if not failed_stages and failed == 0 else 1
