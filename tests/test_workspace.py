@@ -1,7 +1,10 @@
-"""A copied or moved workspace never runs, or builds, the original's code."""
+"""The workspace itself: a copied or moved one never runs, or builds, the
+original's code; its sources carry one license header and cite nothing
+outside the repository."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -78,3 +81,58 @@ def test_a_copied_workspace_does_not_accept_the_originals_venv(
     ).stdout
     assert stamp.endswith(f" {copy}\n")
     assert stamp != bootstrap._stamp_value()
+
+
+def _tracked(*patterns: str) -> list[str]:
+    out = subprocess.run(
+        ["git", "ls-files", "-z", "--", *patterns],
+        cwd=paths.ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return [p for p in out.split("\0") if p]
+
+
+#: Where files are not kdl's own sources: the series (upstream's headers),
+#: test inputs, generated results.
+NOT_SOURCES = ("patches/", "tests/data/", "llvm-tests/", "results/")
+
+LICENSE = (
+    "Part of the kdl project, under the Apache License v2.0 with LLVM Exceptions.",
+    "See https://llvm.org/LICENSE.txt for license information.",
+    "SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception",
+)
+
+
+def test_every_c_family_source_carries_the_license_header() -> None:
+    sources = [
+        f
+        for f in _tracked("*.c", "*.cpp", "*.h", "*.cu")
+        if not f.startswith(NOT_SOURCES)
+    ]
+    assert len(sources) > 30
+    missing = []
+    for f in sources:
+        head = (paths.ROOT / f).read_text().splitlines()[:8]
+        if not head[0].startswith(("//===-", "/*===-")) or not all(
+            any(line.endswith(text) for line in head) for text in LICENSE
+        ):
+            missing.append(f)
+    assert missing == []
+
+
+def test_nothing_refers_to_a_path_outside_the_repository() -> None:
+    # Written in pieces so that this file does not match itself.
+    shared, work = "shared" + "/research", "/" + "work/"
+    outside = re.compile(rf"\.\./shared\b|(?<![\w.]){work}|\b{shared}\b")
+    found = [
+        f"{f}:{n}"
+        for f in _tracked()
+        if not f.startswith(("results/", "tests/data/")) and (paths.ROOT / f).is_file()
+        for n, line in enumerate(
+            (paths.ROOT / f).read_text(errors="replace").splitlines(), 1
+        )
+        if outside.search(line)
+    ]
+    assert found == []

@@ -1,6 +1,7 @@
 //===- gemm.cu - bf16 tensor-core GEMM used by the kdl GPU harness --------===//
 //
 // Part of the kdl project, under the Apache License v2.0 with LLVM Exceptions.
+// See https://llvm.org/LICENSE.txt for license information.
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 //===----------------------------------------------------------------------===//

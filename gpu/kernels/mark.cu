@@ -1,6 +1,16 @@
-// A CUDA program that says which of its device images ran. Built by
-// gpu/clang_selection.sh with clang -foffload-via-llvm for sm_90 and sm_90a:
-// the sm_90a image defines __CUDA_ARCH_FEAT_SM90_ALL.
+//===- mark.cu - A CUDA program that says which device image ran ---------===//
+//
+// Part of the kdl project, under the Apache License v2.0 with LLVM Exceptions.
+// See https://llvm.org/LICENSE.txt for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// Built by gpu/clang_selection.sh with clang -foffload-via-llvm for sm_90 and
+// sm_90a: the sm_90a image defines __CUDA_ARCH_FEAT_SM90_ALL.
+//
+//===----------------------------------------------------------------------===//
+
 #include <cstdio>
 #include <omp.h>
 

@@ -1,6 +1,7 @@
 //===- select_bench.cpp - cost of choosing an image, in process -----------===//
 //
 // Part of the kdl project, under the Apache License v2.0 with LLVM Exceptions.
+// See https://llvm.org/LICENSE.txt for license information.
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 //===----------------------------------------------------------------------===//

@@ -1,5 +1,11 @@
 //===- RuntimeSelectCompat.cpp - gpu.runtime_select on MLIR 22 ------------===//
 //
+// Part of the kdl project, under the Apache License v2.0 with LLVM Exceptions.
+// See https://llvm.org/LICENSE.txt for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
 // See RuntimeSelectCompat.h.
 //
 //===----------------------------------------------------------------------===//

@@ -1,5 +1,11 @@
 //===- RuntimeSelectCompat.h - gpu.runtime_select on MLIR 22 ----*- C++ -*-===//
 //
+// Part of the kdl project, under the Apache License v2.0 with LLVM Exceptions.
+// See https://llvm.org/LICENSE.txt for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
 // What the series' RuntimeSelectAttr.cpp needs and MLIR/LLVM 22 lack. It is
 // force-included (-include) into that file only; the file itself is compiled
 // as the patch has it, after the rewrites in CMakeLists.txt.

@@ -1,7 +1,8 @@
 //===- TestingSupport.cpp - llvm::detail::TakeError for the overlay -------===//
 //
-// Part of the kdl workspace, under the Apache License v2.0 with LLVM
-// Exceptions.
+// Part of the kdl project, under the Apache License v2.0 with LLVM Exceptions.
+// See https://llvm.org/LICENSE.txt for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 //===----------------------------------------------------------------------===//
 //

@@ -1,5 +1,11 @@
 //===- kdl-mlir-opt.cpp - mlir-opt with gpu.runtime_select ----------------===//
 //
+// Part of the kdl project, under the Apache License v2.0 with LLVM Exceptions.
+// See https://llvm.org/LICENSE.txt for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
 // mlir-opt (every dialect, extension and pass of the installed MLIR), with
 // the overlay's runtime_select attribute registered: the series' round-trip
 // tests, and gpu-module-to-binary for the GPU harness (gpu/runtime_select.sh).

@@ -1,5 +1,11 @@
 //===- kdl-mlir-translate.cpp - mlir-translate with gpu.runtime_select ----===//
 //
+// Part of the kdl project, under the Apache License v2.0 with LLVM Exceptions.
+// See https://llvm.org/LICENSE.txt for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
 // mlir-translate's -mlir-to-llvmir, with the overlay's runtime_select
 // attribute registered beside the installed dialects and translations.
 //
