@@ -6,8 +6,8 @@ section under --out, rewritten after every section so a call cut short still
 returns what it measured. Statistics are NOT computed here: kdl/results/gpureport.py
 turns the raw files into results/gpu/ on the developer's machine.
 
-Sections: env, layers (CUDA driver API and liboffload, cold and warm, plus
-the in-process selection), gemm (SASS mix, cold load of each image, kernel
+Sections: env, layers (CUDA driver API and liboffload, cold and warm; the
+cost of choosing in process is `kdl bench`'s, on any CPU), gemm (SASS mix, cold load of each image, kernel
 time and correctness), probe (LLVM 22 liboffload on raw and OffloadBinary
 inputs, plain and behind the preloaded shim), cost (olCreateProgram of the
 chosen image alone and ranked inside containers of 1, 4 and 64 images).
@@ -35,8 +35,8 @@ OB = GPU / "ob"
 # name -> (cold processes, warm samples, GEMM rounds, select warm samples,
 # cold processes per variant of the ranking-cost section)
 COUNTS = {
-    "smoke": dict(cold=3, warm=50, rounds=10, sel_warm=50, load=2, cost_cold=3),
-    "full": dict(cold=50, warm=2000, rounds=200, sel_warm=2000, load=30, cost_cold=120),
+    "smoke": dict(cold=3, warm=50, rounds=10, load=2, cost_cold=3),
+    "full": dict(cold=50, warm=2000, rounds=200, load=30, cost_cold=120),
 }
 
 # The ranking-cost section: olCreateProgram of the image the ranking chooses
@@ -212,7 +212,6 @@ def shim_path() -> Path | None:
 def layers(bindir: Path, c: dict[str, int]) -> dict[str, Any]:
     image = str(IMG / "gemm.sm_90.cubin")
     cu, lo = str(bindir / "cuda_layers"), str(bindir / "offload_layers")
-    sel = str(GPU / "bin" / "select_bench")
     jobs: list[tuple[str, list[str], dict[str, str]]] = [
         ("cuda_cold", [cu, "cold", image], {}),
         ("cuda_cold_eager", [cu, "cold", image], {"CUDA_MODULE_LOADING": "EAGER"}),
@@ -228,12 +227,6 @@ def layers(bindir: Path, c: dict[str, int]) -> dict[str, Any]:
         jobs.append(
             ("liboffload_shim_cold", [lo, "cold", multi], {"LD_PRELOAD": str(shim)})
         )
-    policies = (GPU / "bin" / "POLICIES").read_text().split()
-    for pol in policies:
-        for f in ("sel-1.bin", "sel-8.bin", "sel-64.bin"):
-            jobs.append(
-                (f"select_cold/{pol}/{f}", [sel, "cold", pol, str(OB / f), "sm_90"], {})
-            )
     log(f"layers: {len(jobs)} cold series x {c['cold']} processes")
     out: dict[str, Any] = {"image": image, "cold": cold_series(jobs, c["cold"])}
     warm: dict[str, Any] = {}
@@ -250,11 +243,6 @@ def layers(bindir: Path, c: dict[str, int]) -> dict[str, Any]:
         warm["liboffload_shim"] = run_json(
             [lo, "warm", multi, str(c["warm"])], {"LD_PRELOAD": str(shim)}, 300
         )
-    for pol in policies:
-        for f in ("sel-1.bin", "sel-8.bin", "sel-64.bin"):
-            warm[f"select/{pol}/{f}"] = run_json(
-                [sel, "warm", pol, str(OB / f), "sm_90", str(c["sel_warm"])]
-            )
     out["warm"] = warm
     return out
 

@@ -2,9 +2,7 @@
 # gpu/prepare.sh - build everything the GPU harness carries, on a machine
 # WITHOUT a GPU (this one): the GEMM images (nvcc), the OffloadBinaries packed
 # from them (LLVM 22's llvm-offload-binary; one version 2 binary through
-# kdl.offload.writer), the in-process selection benchmark (against LLVM 22's
-# libLLVM.so.22.1 and, when built, the series' KDLOffloadMetadata library),
-# the preloadable shim (shim/) when the overlay build has it, and the harness version.
+# kdl.offload.writer), the preloadable shim (shim/) when the overlay build has it, and the harness version.
 # Output: build/gpu/ (ignored by git; the device call carries it).
 #
 #   bash gpu/prepare.sh            then, on the device:  bash gpu/run.sh CONFIG
@@ -99,23 +97,6 @@ if [ -x "$SELECT" ]; then
     printf '{"file": "%s", "kdl_select": %s}\n' "$base" "${json:-null}" >>"$OUT/ob/expected.jsonl"
   done
 fi
-
-# The selection benchmark (CPU work, measured on the GPU machine's CPU).
-CXXFLAGS=(-std=c++17 -O2 -fno-rtti -I"$LLVM/include" -I"$ROOT/gpu/src")
-LIBS=(-L"$LLVM/lib" -lLLVM -Wl,-rpath,"$LLVM/lib")
-RANK_ADAPTER=$ROOT/gpu/src/kdl_ranking.h
-LIB=$(ls "$ROOT"/build/overlay/lib*/libKDLOffloadMetadata.a "$ROOT"/build/overlay/libKDLOffloadMetadata.a 2>/dev/null | head -1 || true)
-INC=$ROOT/build/overlay/src/llvm/include  # the series' headers as extracted by kdl.build.overlay
-if [ -n "$LIB" ] && [ -d "$INC" ]; then
-  g++ "${CXXFLAGS[@]}" -I"$INC" -DKDL_HAVE_RANKING -DKDL_RANKING_ADAPTER="\"$RANK_ADAPTER\"" \
-    "$ROOT/gpu/src/select_bench.cpp" -o "$OUT/bin/select_bench" "$LIB" "${LIBS[@]}"
-  echo "kdl-ranked" >"$OUT/bin/POLICIES"
-else
-  echo "warning: no KDLOffloadMetadata build; select_bench measures first-wins only" >&2
-  g++ "${CXXFLAGS[@]}" "$ROOT/gpu/src/select_bench.cpp" -o "$OUT/bin/select_bench" "${LIBS[@]}"
-  : >"$OUT/bin/POLICIES"
-fi
-echo "first-wins" >>"$OUT/bin/POLICIES"
 
 # The shim (LD_PRELOAD in front of liboffload), if the overlay build made it.
 SHIM=$(find "$ROOT/build/overlay" -name 'libkdl*shim*.so' -o -name 'libKDL*Shim*.so' 2>/dev/null | head -1 || true)

@@ -38,7 +38,6 @@ nvcc -O2 -std=c++17 -I"$SRC" "$SRC/gemm_bench.cpp" -o "$T/bin/gemm_bench" "${STU
 g++ -O2 -std=c++17 -I"$SRC" -I"$LLVMROOT/include/offload" "$SRC/offload_layers.cpp" \
   -o "$T/bin/offload_layers" -L"$LLVMROOT/lib" -lLLVMOffload
 ldd "$T/bin/offload_layers" | grep -E 'LLVM|not found' || true
-ldd "$ROOT/build/gpu/bin/select_bench" | grep -E 'LLVM|not found' || true
 
 PYTHONUNBUFFERED=1 python3 "$ROOT/gpu/driver.py" --config "$CONFIG" --counts "$COUNTS" \
   --bin "$T/bin" --out "$OUT"

@@ -82,10 +82,8 @@ SELECTION_FILES = {"1": "sel-1.bin", "8": "sel-8.bin", "64": "sel-64.bin"}
 #: it was measured, else first-wins (named in the output).
 BAR_SELECTION_IMAGES = "8"
 
-#: Images of the GEMM table: how each is built and what it runs on (CUDA's
-#: rules: a cubin runs on the same major version with an equal or higher
-#: minor, an sm_XYa cubin only on exactly X.Y, PTX on any higher capability
-#: through the driver's JIT).
+#: Images of the GEMM table and how each is built (which of them the runtime
+#: accepts is measured: runtime_accepts).
 GEMM_IMAGES: dict[str, Json] = {
     "sm_80": {"kind": "cubin", "sm": 80, "arch_specific": False},
     "sm_90": {"kind": "cubin", "sm": 90, "arch_specific": False},
@@ -375,25 +373,30 @@ def gemm_stats(raw: Json) -> Json:
     return out
 
 
-def compatible_cuda(image: str, major: int, minor: int) -> bool:
-    """Upstream's registerLib rule for one GEMM_IMAGES entry on compute
-    capability major.minor: the CUDA plugin accepts an ELF cubin of the same
-    major version and an equal or lower minor (isELFCompatible, which does
-    not look at the "a" suffix), and no raw PTX (isPluginCompatible takes only
-    ELF and bitcode). LLVM 22's runtime on the GPU rejected the PTX image the
-    same way (the probe's is_valid_binary)."""
-    info = GEMM_IMAGES[image]
-    if info["kind"] == "ptx":
-        return False
-    sm = info["sm"]
-    return bool(sm // 10 == major and sm % 10 <= minor)
+def runtime_accepts(raw: Json) -> dict[str, bool]:
+    """Which GEMM_IMAGES the runtime on the GPU accepted: LLVM 22's
+    olIsValidBinary on each raw image (the probe's plain run), which asks the
+    CUDA plugin what registerLib asks it. The first-compatible column below
+    is that answer, measured, not a rule written here."""
+    files = {d["file"]: d for d in _require(raw, "probe")["plain"]["files"]}
+    out: dict[str, bool] = {}
+    for name, info in GEMM_IMAGES.items():
+        ext = "ptx" if info["kind"] == "ptx" else "cubin"
+        doc = files.get(f"gemm.{name}.{ext}")
+        if doc is None:
+            raise WorkspaceError(f"probe: no plain run of gemm.{name}.{ext}")
+        out[name] = bool(doc["is_valid_binary"])
+    return out
 
 
-def image_choice(gemm: Json, expected: list[Json], cc: tuple[int, int]) -> Json:
-    """For each packed order: what a first-compatible loop loads (CUDA's
-    rules), what the series' ranking loads (kdl-select's answer for the same
-    file, recorded by gpu/prepare.sh), and what each costs: cold load + N
-    kernel runs, from the measured medians."""
+def image_choice(
+    gemm: Json, expected: list[Json], accepted: dict[str, bool], device_cc: str
+) -> Json:
+    """For each packed order: what a first-compatible loop loads (the first
+    image the runtime accepted, runtime_accepts), what the series' ranking
+    loads (kdl-select's answer for the same file, recorded by gpu/prepare.sh),
+    and what each costs: cold load + N kernel runs, from the measured
+    medians."""
     load_ms: dict[str, Json] = {}
     for name in GEMM_IMAGES:
         if GEMM_IMAGES[name]["kind"] == "ptx":
@@ -410,7 +413,7 @@ def image_choice(gemm: Json, expected: list[Json], cc: tuple[int, int]) -> Json:
     by_file = {e["file"]: e for e in expected}
     rows = []
     for fname, order in ORDERS.items():
-        ok = [n for n in order if compatible_cuda(n, *cc)]
+        ok = [n for n in order if accepted[n]]
         first = ok[0] if ok else None
         ranked = None
         sel = (by_file.get(fname) or {}).get("kdl_select")
@@ -439,11 +442,11 @@ def image_choice(gemm: Json, expected: list[Json], cc: tuple[int, int]) -> Json:
         row["cost_ms"] = costs
         rows.append(row)
     return {
-        "device_cc": f"{cc[0]}.{cc[1]}",
-        "rules": "upstream's registerLib rule, the CUDA "
-        "plugin's isELFCompatible (cubin sm_XY on X.Z with Z >= Y, the 'a' "
-        "suffix not looked at) and no raw PTX (isPluginCompatible takes ELF "
-        "and bitcode only)",
+        "device_cc": device_cc,
+        "accepted": accepted,
+        "rules": "what LLVM 22's runtime on the device accepted (olIsValidBinary "
+        "of each raw image, the plugin's isPluginCompatible and "
+        "isDeviceCompatible, as registerLib asks them)",
         "cost": "median cold load (fresh process, eager loading; PTX with the "
         "JIT cache empty or warm) + runs x median kernel time, in ms",
         "load_ms": load_ms,
@@ -519,7 +522,6 @@ def summarize(raw: Json) -> Json:
     harness = _require(raw, "harness")
     cold = _require(raw, "layers", "cold")
     cc_text = next((d["compute_capability"] for d in cold.get("cuda_cold", [])), "9.0")
-    major, minor = (int(x) for x in cc_text.split("."))
     gemm = gemm_stats(raw)
     expected = (raw.get("probe") or {}).get("expected") or []
     return {
@@ -534,7 +536,7 @@ def summarize(raw: Json) -> Json:
         "layers": layer_stats(raw),
         "selection": selection_stats(raw),
         "gemm": gemm,
-        "image_choice": image_choice(gemm, expected, (major, minor)),
+        "image_choice": image_choice(gemm, expected, runtime_accepts(raw), cc_text),
         "probe": probe_summary(raw),
     }
 
@@ -670,10 +672,14 @@ def render_svg(summary: Json) -> str:
         f"{env['llvm']}; harness {h['version']}, {h['date']}.",
         "Segments are per-layer medians (a sum of medians, not the median of "
         "sums); results/gpu/gpu-results.json has n, p5, p95 and bootstrap CIs.",
-        "Selection: extractOffloadBinaries + choice, in its own process "
-        "(select_bench). Shim bar: olCreateProgram of a 4-image OffloadBinary, "
-        "selection inside.",
+        "Shim bar: olCreateProgram of a 4-image OffloadBinary, selection inside.",
     ]
+    if summary["selection"]:
+        foot.append(
+            "Selection: extractOffloadBinaries + series v1's choice, timed in its "
+            "own process by that harness (select_bench, since removed; `kdl bench` "
+            "times v2's)."
+        )
     for line in foot:
         body.append(f'<text x="10" y="{y}" class="s">{_esc(line)}</text>')
         y += 15

@@ -160,7 +160,7 @@ def test_image_choice_table(summary: dict[str, object]) -> None:
         # kdl-select's choice was recorded, is compatible, and is never
         # measurably worse than first-compatible (5% is run-to-run noise).
         assert r["ranked"] is not None, r["file"]
-        assert gpureport.compatible_cuda(r["ranked"], 9, 0)
+        assert ch["accepted"][r["ranked"]]
         for key, cost in r["cost_ms"].items():
             assert cost["first_over_ranked"] > 0.95, (r["file"], key)
     # The table's inputs are the measured medians.
@@ -180,15 +180,20 @@ def test_shim_runs_what_kdl_select_chose(summary: dict[str, object]) -> None:
             assert r["create_program_ok"] is False, r
 
 
-def test_cuda_compatibility_rules() -> None:
-    """Upstream's rule: the CUDA plugin's isELFCompatible, and no raw PTX."""
-    ok = gpureport.compatible_cuda
-    assert ok("sm_90", 9, 0) and ok("sm_90a", 9, 0)
-    assert not ok("compute_80", 9, 0) and not ok("compute_80", 7, 5)
-    assert not ok("sm_80", 9, 0)
-    assert ok("sm_80", 8, 6) and not ok("sm_90", 8, 6)
-    # The plugin does not look at the "a" suffix.
-    assert ok("sm_90a", 9, 1) and ok("sm_90", 9, 1)
+def test_the_runtime_accepted_what_the_cuda_plugin_rules_say(
+    summary: dict[str, object],
+) -> None:
+    """The measured acceptance on the 9.0 device is upstream's rule: the CUDA
+    plugin's isELFCompatible (same major, minor at most the device's, the
+    "a" suffix not looked at) and no raw PTX (isPluginCompatible)."""
+    ch = summary["image_choice"]
+    assert isinstance(ch, dict) and ch["device_cc"] == "9.0"
+    assert ch["accepted"] == {
+        "sm_80": False,
+        "sm_90": True,
+        "sm_90a": True,
+        "compute_80": False,
+    }
 
 
 @pytest.mark.overlay
