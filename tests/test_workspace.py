@@ -14,6 +14,7 @@ import pytest
 
 from kdl import bootstrap, cli, paths
 from kdl.build import overlay
+from tests.sources import c_family_sources, tracked
 
 
 def test_venv_stamp_names_the_workspace() -> None:
@@ -83,21 +84,6 @@ def test_a_copied_workspace_does_not_accept_the_originals_venv(
     assert stamp != bootstrap._stamp_value()
 
 
-def _tracked(*patterns: str) -> list[str]:
-    out = subprocess.run(
-        ["git", "ls-files", "-z", "--", *patterns],
-        cwd=paths.ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    return [p for p in out.split("\0") if p]
-
-
-#: Where files are not kdl's own sources: the series (upstream's headers),
-#: test inputs, generated results.
-NOT_SOURCES = ("patches/", "tests/data/", "llvm-tests/", "results/")
-
 LICENSE = (
     "Part of the kdl project, under the Apache License v2.0 with LLVM Exceptions.",
     "See https://llvm.org/LICENSE.txt for license information.",
@@ -106,11 +92,7 @@ LICENSE = (
 
 
 def test_every_c_family_source_carries_the_license_header() -> None:
-    sources = [
-        f
-        for f in _tracked("*.c", "*.cpp", "*.h", "*.cu")
-        if not f.startswith(NOT_SOURCES)
-    ]
+    sources = c_family_sources()
     assert len(sources) > 30
     missing = []
     for f in sources:
@@ -128,7 +110,7 @@ def test_nothing_refers_to_a_path_outside_the_repository() -> None:
     outside = re.compile(rf"\.\./shared\b|(?<![\w.]){work}|\b{shared}\b")
     found = [
         f"{f}:{n}"
-        for f in _tracked()
+        for f in tracked()
         if not f.startswith(("results/", "tests/data/")) and (paths.ROOT / f).is_file()
         for n, line in enumerate(
             (paths.ROOT / f).read_text(errors="replace").splitlines(), 1

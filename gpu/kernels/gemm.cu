@@ -65,9 +65,9 @@ __device__ __forceinline__ uint32_t smemAddr(const void *P) {
 }
 
 __device__ __forceinline__ void cpAsync16(void *Smem, const void *Gmem) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(
-                   smemAddr(Smem)),
-               "l"(Gmem));
+  asm volatile(
+      "cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smemAddr(Smem)),
+      "l"(Gmem));
 }
 
 __device__ __forceinline__ void cpAsyncCommit() {
@@ -109,8 +109,10 @@ __device__ __forceinline__ void loadStage(__nv_bfloat16 *SA, __nv_bfloat16 *SB,
     int Chunk = threadIdx.x + I * THREADS;
     int Row = Chunk >> 2;
     int Col = (Chunk & 3) * 8;
-    cpAsync16(SA + Row * LDS + Col, A + (size_t)(BlockRow + Row) * K + K0 + Col);
-    cpAsync16(SB + Row * LDS + Col, B + (size_t)(BlockCol + Row) * K + K0 + Col);
+    cpAsync16(SA + Row * LDS + Col,
+              A + (size_t)(BlockRow + Row) * K + K0 + Col);
+    cpAsync16(SB + Row * LDS + Col,
+              B + (size_t)(BlockCol + Row) * K + K0 + Col);
   }
 }
 
@@ -208,9 +210,9 @@ __device__ __forceinline__ void gemmMmaSync(const __nv_bfloat16 *__restrict__ A,
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 // The wgmma path (sm_90a only).
-#define WBK 64                          // K per stage: 64 bf16 = 128 bytes/row
-#define WTILE (128 * WBK * 2)           // one 128-row operand tile, bytes
-#define WSTAGE (2 * WTILE)              // A tile + B tile
+#define WBK 64                // K per stage: 64 bf16 = 128 bytes/row
+#define WTILE (128 * WBK * 2) // one 128-row operand tile, bytes
+#define WSTAGE (2 * WTILE)    // A tile + B tile
 
 // GMMA shared-memory descriptor: K-major operand, 128-byte swizzle, rows of
 // 128 bytes, 8-row groups 1024 bytes apart (SBO); LBO is unused for this
@@ -226,6 +228,8 @@ __device__ __forceinline__ uint64_t gmmaDesc(uint32_t SmemAddr) {
 
 __device__ __forceinline__ void wgmma128(float *D, uint64_t DescA,
                                          uint64_t DescB) {
+  // The 64 accumulator operands stay on one line.
+  // clang-format off
   asm volatile("{\n"
                ".reg .pred p;\n"
                "setp.ne.b32 p, %66, 0;\n"
@@ -236,6 +240,7 @@ __device__ __forceinline__ void wgmma128(float *D, uint64_t DescA,
                : "+f"(D[0]), "+f"(D[1]), "+f"(D[2]), "+f"(D[3]), "+f"(D[4]), "+f"(D[5]), "+f"(D[6]), "+f"(D[7]), "+f"(D[8]), "+f"(D[9]), "+f"(D[10]), "+f"(D[11]), "+f"(D[12]), "+f"(D[13]), "+f"(D[14]), "+f"(D[15]), "+f"(D[16]), "+f"(D[17]), "+f"(D[18]), "+f"(D[19]), "+f"(D[20]), "+f"(D[21]), "+f"(D[22]), "+f"(D[23]), "+f"(D[24]), "+f"(D[25]), "+f"(D[26]), "+f"(D[27]), "+f"(D[28]), "+f"(D[29]), "+f"(D[30]), "+f"(D[31]), "+f"(D[32]), "+f"(D[33]), "+f"(D[34]), "+f"(D[35]), "+f"(D[36]), "+f"(D[37]), "+f"(D[38]), "+f"(D[39]), "+f"(D[40]), "+f"(D[41]), "+f"(D[42]), "+f"(D[43]), "+f"(D[44]), "+f"(D[45]), "+f"(D[46]), "+f"(D[47]), "+f"(D[48]), "+f"(D[49]), "+f"(D[50]), "+f"(D[51]), "+f"(D[52]), "+f"(D[53]), "+f"(D[54]), "+f"(D[55]), "+f"(D[56]), "+f"(D[57]), "+f"(D[58]), "+f"(D[59]), "+f"(D[60]), "+f"(D[61]), "+f"(D[62]), "+f"(D[63])
                : "l"(DescA), "l"(DescB), "r"(1)
                : "memory");
+  // clang-format on
 }
 
 __device__ __forceinline__ void wgmmaFence() {
@@ -266,9 +271,9 @@ __device__ __forceinline__ void loadStageSwizzled(uint32_t Stage,
     uint32_t Off = Row * 128 + ((Col ^ (Row & 7)) << 4);
     const __nv_bfloat16 *GA = A + (size_t)(BlockRow + Row) * K + K0 + Col * 8;
     const __nv_bfloat16 *GB = B + (size_t)(BlockCol + Row) * K + K0 + Col * 8;
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(Stage +
-                                                                     Off),
-                 "l"(GA));
+    asm volatile(
+        "cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(Stage + Off),
+        "l"(GA));
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(
                      Stage + WTILE + Off),
                  "l"(GB));

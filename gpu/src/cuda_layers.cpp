@@ -84,11 +84,11 @@ static int cold(const std::string &Path) {
   CUdevice Dev;
   check(cuDeviceGet(&Dev, 0), "cuDeviceGet");
   int Major = 0, Minor = 0;
-  check(cuDeviceGetAttribute(
-            &Major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, Dev),
+  check(cuDeviceGetAttribute(&Major,
+                             CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, Dev),
         "cuDeviceGetAttribute");
-  check(cuDeviceGetAttribute(
-            &Minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, Dev),
+  check(cuDeviceGetAttribute(&Minor,
+                             CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, Dev),
         "cuDeviceGetAttribute");
   char Name[256] = {0};
   check(cuDeviceGetName(Name, sizeof(Name), Dev), "cuDeviceGetName");
@@ -147,8 +147,8 @@ static int cold(const std::string &Path) {
   check(cuDriverGetVersion(&DriverVersion), "cuDriverGetVersion");
   J.num("cuda_driver_api_version", DriverVersion);
   J.str("device_name", Name);
-  J.str("compute_capability", std::to_string(Major) + "." +
-                                  std::to_string(Minor));
+  J.str("compute_capability",
+        std::to_string(Major) + "." + std::to_string(Minor));
   J.num("marker_variant", Out[0]).num("marker_cuda_arch", Out[1]);
   const char *Lazy = std::getenv("CUDA_MODULE_LOADING");
   J.str("CUDA_MODULE_LOADING", Lazy ? Lazy : "(unset: driver default)");

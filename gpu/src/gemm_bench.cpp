@@ -146,9 +146,8 @@ static int run(int M, int N, int K, int Rounds, int Argc, char **Argv,
     check(cuModuleLoadData(&V.Mod, Image.data()), "cuModuleLoadData");
     check(cuModuleGetFunction(&V.F, V.Mod, "kdl_gemm_bf16_nt"),
           "cuModuleGetFunction");
-    check(cuFuncSetAttribute(V.F,
-                             CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                             GemmSmem),
+    check(cuFuncSetAttribute(
+              V.F, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, GemmSmem),
           "cuFuncSetAttribute");
     Vs.push_back(V);
   }

@@ -75,8 +75,7 @@ static bool findCudaGpu(ol_device_handle_t D, void *User) {
       Type != OL_DEVICE_TYPE_GPU)
     return true;
   ol_platform_handle_t P;
-  if (olGetDeviceInfo(D, OL_DEVICE_INFO_PLATFORM, sizeof(P), &P) !=
-      OL_SUCCESS)
+  if (olGetDeviceInfo(D, OL_DEVICE_INFO_PLATFORM, sizeof(P), &P) != OL_SUCCESS)
     return true;
   ol_platform_backend_t B;
   if (olGetPlatformInfo(P, OL_PLATFORM_INFO_BACKEND, sizeof(B), &B) !=
@@ -107,8 +106,8 @@ static std::string deviceInfoString(ol_device_handle_t D, ol_device_info_t I) {
   return Buf.data();
 }
 
-static const ol_kernel_launch_size_args_t OneWarp = {1, {1, 1, 1}, {32, 1, 1},
-                                                     0};
+static const ol_kernel_launch_size_args_t OneWarp = {
+    1, {1, 1, 1}, {32, 1, 1}, 0};
 
 static ol_device_handle_t setup(ol_queue_handle_t &Q, int *&Out) {
   check(olInit(), "olInit");
@@ -313,8 +312,8 @@ static int probe(int Argc, char **Argv) {
     int64_t T1 = nowNs();
     J.num("create_program_ns", T1 - T0);
     if (R != OL_SUCCESS) {
-      J.boolean("create_program_ok", false).str("create_program_error",
-                                                errText(R));
+      J.boolean("create_program_ok", false)
+          .str("create_program_error", errText(R));
     } else {
       J.boolean("create_program_ok", true);
       ol_symbol_handle_t K;

@@ -13,6 +13,7 @@ from kdl import paths
 from kdl.build import overlay
 from kdl.errors import WorkspaceError
 from kdl.series.model import load
+from tests.sources import c_family_sources
 
 PREFIX = paths.default_llvm_prefix()
 INSTALLED_HEADER = PREFIX / "include" / "llvm" / "Object" / "OffloadBinary.h"
@@ -30,12 +31,8 @@ SERIES_CPP = [
     "llvm/unittests/Frontend/OffloadingImageRankingTest.cpp",
 ]
 #: The workspace's own C++ in overlay/.
-OVERLAY_CPP = [
-    paths.OVERLAY_SRC / "tools" / "kdl-select" / "kdl-select.cpp",
-    paths.OVERLAY_SRC / "testing" / "TestingSupport.cpp",
-    paths.OVERLAY_SRC / "compat" / "PluginCompat.cpp",
-    paths.OVERLAY_SRC / "compat" / "PluginCompat.h",
-]
+#: The workspace's own C, C++ and CUDA (overlay/, shim/, gpu/).
+OVERLAY_CPP = [paths.ROOT / f for f in c_family_sources()]
 
 
 def copy_series(tmp_path: Path) -> Path:
