@@ -86,25 +86,17 @@ Selection selectImage(const DeviceInfo &Device,
   if (!Report)
     return S;
 
+  // The words are the library's (printImageSelection), with the shim's own
+  // numbers; the images the plugin rejected are the shim's to add.
+  SmallVector<unsigned, 8> Numbers;
+  for (const OffloadEntry *C : AcceptedFrom)
+    Numbers.push_back(C->Index);
   raw_string_ostream OS(S.Report);
   OS << "image selection for " << Device.Triple << " " << Device.Arch << " ("
      << Device.Label << ")";
   if (Tag)
     OS << " with variant_tag=" << *Tag;
-  OS << ": image " << *S.Selected << " (";
-  describeImage(OS, Accepted[Choice.Index], Dev);
-  OS << ")";
-  if (Choice.Kind == ImageSelectionKind::FirstUnranked)
-    OS << ", kept: the first compatible image cannot be ranked";
-  if (Choice.TagIgnored)
-    OS << ", no image has the tag";
-  for (auto [I, C] : enumerate(AcceptedFrom)) {
-    if (I == Choice.Index)
-      continue;
-    OS << "; image " << C->Index << ": not chosen (";
-    describeImage(OS, Accepted[I], Dev);
-    OS << ")";
-  }
+  OS << ": " << printImageSelection(Accepted, Dev, Choice, Numbers);
   for (auto [C, Why] : Rejected)
     OS << "; image " << C->Index << ": rejected (" << Why << ")";
   return S;

@@ -116,7 +116,10 @@ def test_text_output(cuda_file: Path, capsys: pytest.CaptureFixture[str]) -> Non
         "image 4: rank 3: invalid min_sm 'abc': expected 10 * major + minor "
         "compute capability, such as 80",
         "first compatible: image 0",
-        "selected: image 3",
+        # The choice in the ranking library's words (printImageSelection).
+        "selected: image 3 (sm_86, exact fit, variant_tag debug); image 0: not "
+        "chosen (sm_80, compatible fit); image 4: not chosen (invalid min_sm "
+        "'abc': expected 10 * major + minor compute capability, such as 80)",
     ]
     assert err == ""
 
@@ -184,10 +187,14 @@ def test_none_compatible(cuda_file: Path, capsys: pytest.CaptureFixture[str]) ->
 def test_tag(cuda_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
     status, out, _ = run(capsys, "select", SM86, "--tag=debug", str(cuda_file))
     assert status == 0
-    assert out.splitlines()[-1] == "selected: image 3"
+    assert out.splitlines()[-1].startswith("selected: image 3 (sm_86, exact fit, ")
+    assert "no image has the tag" not in out
     status, out, err = run(capsys, "select", SM86, "--tag=fast", str(cuda_file))
     assert status == 0
-    assert out.splitlines()[-1] == "selected: image 3"
+    assert out.splitlines()[-1].startswith(
+        "selected: image 3 (sm_86, exact fit, variant_tag debug), no image has "
+        "the tag; "
+    )
     assert err == "note: no image has variant_tag 'fast'; the tag is ignored\n"
 
 
@@ -283,7 +290,7 @@ def test_version2_input_is_read_as_it_is(
     status2, out2, _ = run(capsys, "select", device, str(v2))
     assert status1 == status2 == 0
     assert out1 == out2
-    assert out2.splitlines()[-1] == "selected: image 2"
+    assert out2.splitlines()[-1] == "selected: image 2 (gfx90a, exact fit)"
     # The driver reads the user's file and names it.
     status, _, err = run(
         capsys, "select", f"--device=triple={AMDHSA},arch=gfx1100", str(v2)

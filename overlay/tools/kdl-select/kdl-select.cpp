@@ -19,7 +19,8 @@
 //   image 1: rank 2: sm_90, exact fit
 //   image 2: rank 1: sm_90a, exact fit
 //   first compatible: image 1
-//   selected: image 2
+//   selected: image 2 (sm_90a, exact fit); image 1: not chosen (sm_90,
+//   exact fit)
 //
 // Exit status: 0 when an image is selected, 1 when the plugin accepts none,
 // 2 for bad arguments or an unreadable file. Bytes from the file that are not
@@ -356,13 +357,14 @@ static Answer answer(const Question &Q) {
   }
   if (First)
     OS << "first compatible: image " << *First << "\n";
-  if (!Selected)
+  // The choice in the library's words, with the file's image numbers.
+  SmallVector<unsigned> Numbers(CandidateIndex.begin(), CandidateIndex.end());
+  if (Candidates.empty())
     OS << "selected: none\n";
-  else if (Selection.Kind == ImageSelectionKind::FirstUnranked)
-    OS << "selected: image " << *Selected
-       << " (it cannot be ranked; the first compatible is kept)\n";
   else
-    OS << "selected: image " << *Selected << "\n";
+    OS << "selected: "
+       << printImageSelection(Candidates, RankDevice, Selection, Numbers)
+       << "\n";
 
   if (!Selected) {
     raw_string_ostream Err(A.Error);
