@@ -118,3 +118,49 @@ def test_nothing_refers_to_a_path_outside_the_repository() -> None:
         if outside.search(line)
     ]
     assert found == []
+
+
+#: The floors of the package: a module imports only from its own floor or
+#: the ones below it.
+FLOORS = {
+    "__version__": 0,
+    "paths": 0,
+    "proc": 0,
+    "errors": 0,
+    "http": 0,
+    "provenance": 0,
+    "series": 1,
+    "build": 2,
+    "rfc": 2,
+    "offload": 3,
+    "results": 4,
+    "cli": 5,
+    "workflow": 5,
+    "bootstrap": 5,
+    "fuzz": 5,
+    "__main__": 6,
+}
+
+
+def test_imports_only_run_downward() -> None:
+    import ast
+
+    package = paths.ROOT / "kdl"
+    upward = []
+    for module in sorted(package.rglob("*.py")):
+        parts = module.relative_to(package).with_suffix("").parts
+        if parts == ("__init__",):
+            continue
+        floor = FLOORS[parts[0]]
+        for node in ast.walk(ast.parse(module.read_text())):
+            names: list[str] = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+                if node.module == "kdl":
+                    names = [f"kdl.{a.name}" for a in node.names]
+            for name in names:
+                if name.startswith("kdl.") and FLOORS[name.split(".")[1]] > floor:
+                    upward.append(f"{module.relative_to(paths.ROOT)}: {name}")
+    assert upward == []

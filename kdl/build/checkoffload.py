@@ -29,7 +29,7 @@ from kdl import paths, proc
 from kdl.errors import UsageError, WorkspaceError
 from kdl.provenance import cmake_cache, first_line
 from kdl.series.checkout import Checkout
-from kdl.series.model import Series, load
+from kdl.series.model import Series, file_diff, load
 
 log = logging.getLogger("kdl")
 
@@ -236,10 +236,8 @@ def series_test_steps(
                 (b for d, b in UNITTEST_BINARIES.items() if f.path.startswith(d)), None
             )
             if binary and f.path.endswith(".cpp"):
-                hunk = text.partition(f"+++ b/{f.path}\n")[2].partition("\ndiff --git")[
-                    0
-                ]
-                suites.setdefault(binary, set()).update(_GTEST_SUITE.findall(hunk))
+                diff = file_diff(text, f.path) or ""
+                suites.setdefault(binary, set()).update(_GTEST_SUITE.findall(diff))
             elif f.path.startswith("mlir/test/") and f.path.endswith(".mlir"):
                 mlir_tests.append(str(llvm / f.path))
             elif f.path.startswith("offload/unittests/") and f.path.endswith(".cpp"):

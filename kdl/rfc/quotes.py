@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from kdl.rfc import rst
+from kdl.series.model import new_file_text
 
 #: The docs page the series adds and the header of its key table.
 DOCS_PAGE = "offload/docs/ImageSelection.rst"
@@ -38,7 +39,7 @@ def code(text: str, lang: str = "text") -> list[str]:
 
 def vocab_rows(patch_path: Path) -> list[list[str]] | None:
     """The key table of the docs page a patch adds (cells as RST text)."""
-    text = rst.new_file_text(patch_path.read_text(errors="replace"), DOCS_PAGE)
+    text = new_file_text(patch_path.read_text(errors="replace"), DOCS_PAGE)
     if text is None:
         return None
     return rst.find_table(text, TABLE_HEADER)

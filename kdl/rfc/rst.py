@@ -1,8 +1,9 @@
 """Read a table out of reStructuredText that a patch adds.
 
 The vocabulary RFC quotes the key table of ``llvm/docs/OffloadBinaryMetadata.rst``
-exactly as the docs patch writes it. This module rebuilds the file's new text
-from the patch hunks and parses the three table forms LLVM's docs use:
+exactly as the docs patch writes it (the series model rebuilds the file's
+new text from the patch, ``Patch.new_file_text``); this module parses the
+three table forms LLVM's docs use:
 ``.. list-table::``, grid tables and simple tables (``.. csv-table::`` too).
 """
 
@@ -15,43 +16,6 @@ Row = list[str]
 
 _GRID_BORDER = re.compile(r"^\s*\+(?:[-=]+\+)+\s*$")
 _SIMPLE_BORDER = re.compile(r"^\s*=+(?:\s+=+)+\s*$")
-
-
-def new_file_text(patch_text: str, path: str) -> str | None:
-    """The text of *path* after the patch, if the patch creates it (or None).
-
-    Only files whose diff starts from ``/dev/null`` can be rebuilt from the
-    patch alone: their every line is an added line.
-    """
-    lines: list[str] = []
-    found = in_file = in_hunk = False
-    for line in patch_text.splitlines():
-        if line.startswith("diff --git "):
-            in_file = line.endswith(f" b/{path}")
-            in_hunk = False
-            continue
-        if not in_file:
-            continue
-        if line.startswith("--- "):
-            if line != "--- /dev/null":
-                return None
-            found = True
-            continue
-        if line.startswith("+++ "):
-            continue
-        if line.startswith("@@"):
-            in_hunk = True
-            continue
-        if in_hunk:
-            if line == "-- ":
-                break
-            if line.startswith("+"):
-                lines.append(line[1:])
-            elif line.startswith("\\"):
-                continue
-            else:
-                in_hunk = False
-    return "\n".join(lines) + "\n" if found else None
 
 
 def _norm(cell: str) -> str:

@@ -87,6 +87,53 @@ class Patch:
         """Files named by the patch's ``diff --git`` lines, in order."""
         return [m.group(2).decode() for m in _DIFF_GIT.finditer(self.read())]
 
+    def file_diff(self, path: str) -> str | None:
+        """The part of the patch that changes *path*: its headers and hunks,
+        up to the next file's ``diff --git`` line or the signature; None if
+        the patch does not touch it."""
+        return file_diff(self.read().decode("utf-8", errors="replace"), path)
+
+    def new_file_text(self, path: str) -> str | None:
+        """The text of *path* after the patch, if the patch creates it."""
+        return new_file_text(self.read().decode("utf-8", errors="replace"), path)
+
+
+def file_diff(patch_text: str, path: str) -> str | None:
+    """The part of *patch_text* that changes *path* (see Patch.file_diff)."""
+    out: list[str] = []
+    inside = False
+    for line in patch_text.splitlines(keepends=True):
+        if line.startswith("diff --git "):
+            if inside:
+                break
+            inside = line.rstrip("\n").endswith(f" b/{path}")
+        elif inside and line.rstrip("\n") == "-- ":
+            break
+        if inside:
+            out.append(line)
+    return "".join(out) if out else None
+
+
+def new_file_text(patch_text: str, path: str) -> str | None:
+    """The text of *path* after the patch, if the patch creates it (or None).
+
+    Only files whose diff starts from ``/dev/null`` can be rebuilt from the
+    patch alone: their every line is an added line.
+    """
+    section = file_diff(patch_text, path)
+    if section is None or "\n--- /dev/null\n" not in section:
+        return None
+    lines: list[str] = []
+    in_hunk = False
+    for line in section.splitlines():
+        if line.startswith("@@"):
+            in_hunk = True
+        elif in_hunk and line.startswith("+"):
+            lines.append(line[1:])
+        elif in_hunk and not line.startswith("\\"):
+            in_hunk = False
+    return "\n".join(lines) + "\n"
+
 
 @dataclass
 class Series:

@@ -13,6 +13,7 @@ from kdl import cli, paths
 from kdl import rfc as rfc_pkg
 from kdl.errors import WorkspaceError
 from kdl.rfc import check, facts, quotes, rst, template
+from kdl.series.model import Patch
 from tests.rfc_support import DATA, Reply, isolate, workspace
 
 UNIT_NS: dict[str, float] = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
@@ -354,10 +355,15 @@ def test_rst_table_missing() -> None:
 
 
 def test_new_file_text_only_for_created_files() -> None:
-    patch = next((paths.ROOT / "patches").glob("0004-*.patch")).read_text()
-    text = rst.new_file_text(patch, quotes.DOCS_PAGE)
+    patch = Patch(next((paths.ROOT / "patches").glob("0004-*.patch")))
+    text = patch.new_file_text(quotes.DOCS_PAGE)
     assert text is not None and "Selection keys" in text
-    assert rst.new_file_text(patch, "offload/docs/index.rst") is None
+    assert text.endswith("\n") and "\n+" not in text
+    assert patch.new_file_text("offload/docs/index.rst") is None
+    index = patch.file_diff("offload/docs/index.rst")
+    assert index is not None and index.startswith("diff --git ")
+    assert "ImageSelection" in index and "diff --git" not in index[1:]
+    assert patch.file_diff("no/such/file") is None
 
 
 def test_run_lines_join_continuations() -> None:
