@@ -94,6 +94,10 @@ def format_patches(
 
 def export_series(llvm: Path, series_file: Path, message: str | None = None) -> int:
     series = load(series_file)
+    # The files as they are before the export, read once: compared with what
+    # format-patch writes, kept as the old version, checked before writing.
+    before = {p.path: p.read() for p in series.patches}
+    before[series.path] = series.path.read_bytes()
     with Checkout(llvm) as co:
         co.refuse_in_progress()
         branch, meta = co.kdl_branch()
@@ -124,7 +128,7 @@ def export_series(llvm: Path, series_file: Path, message: str | None = None) -> 
         contents = [data for _, data in generated]
         at_base = _tracked_at(co, base, contents)
         new_text = _render(series, names, contents, base, at_base)
-        bump = _changes(series, names, contents)
+        bump = _changes(series, before, names, contents)
         version = None
         if bump and series.patches:
             version = _new_version(
@@ -132,8 +136,8 @@ def export_series(llvm: Path, series_file: Path, message: str | None = None) -> 
             )
             new_text = _set_version(new_text, version.number)
     if version is not None:
-        _keep_version(series, version)
-    return _write(series, series_file.parent, names, contents, new_text)
+        _keep_version(series, before, version)
+    return _write(series, before, names, contents, new_text)
 
 
 @dataclass
@@ -143,13 +147,13 @@ class _Version:
     changelog: str
 
 
-def _changes(series: Series, names: list[str], contents: list[bytes]) -> str:
+def _changes(
+    series: Series, before: dict[Path, bytes], names: list[str], contents: list[bytes]
+) -> str:
     """What an export changes in the patches, in words; "" when nothing."""
-    old = {p.name: p.path for p in series.patches}
+    old = {p.name: before[p.path] for p in series.patches}
     changed = [
-        n
-        for n, c in zip(names, contents, strict=True)
-        if n in old and old[n].read_bytes() != c
+        n for n, c in zip(names, contents, strict=True) if n in old and old[n] != c
     ]
     added = [n for n in names if n not in old]
     removed = [n for n in old if n not in names]
@@ -219,7 +223,7 @@ def _set_version(text: str, number: int) -> str:
     return re.sub(r"^(name:.*)$", rf"\1\n{line}", text, count=1, flags=re.MULTILINE)
 
 
-def _keep_version(series: Series, version: _Version) -> None:
+def _keep_version(series: Series, before: dict[Path, bytes], version: _Version) -> None:
     """versions/v<N-1>/ (the old files), v<N>.range-diff, and the changelog."""
     out_dir = series.path.parent
     kept = out_dir / "versions" / f"v{version.number - 1}"
@@ -232,9 +236,8 @@ def _keep_version(series: Series, version: _Version) -> None:
         print(f"would add to {changelog}: {version.changelog}")
         return
     kept.mkdir(parents=True)
-    for patch in series.patches:
-        (kept / patch.name).write_bytes(patch.path.read_bytes())
-    (kept / series.path.name).write_bytes(series.path.read_bytes())
+    for path in (*(p.path for p in series.patches), series.path):
+        (kept / path.name).write_bytes(before[path])
     (kept.parent / f"v{version.number}.range-diff").write_text(version.range_diff)
     head = f"# Changes to the {series.name} series\n\n"
     old = changelog.read_text() if changelog.is_file() else head
@@ -319,16 +322,25 @@ def _render(
 
 def _write(
     series: Series,
-    out_dir: Path,
+    before: dict[Path, bytes],
     names: list[str],
     contents: list[bytes],
     new_text: str,
 ) -> int:
+    out_dir = series.path.parent
     old = {p.name for p in series.patches}
     removed = sorted(old - set(names))
     changes = {out_dir / n: c for n, c in zip(names, contents, strict=True)}
     changes[series.path] = new_text.encode()
-    touched = [p for p, c in changes.items() if not p.is_file() or p.read_bytes() != c]
+
+    def current(path: Path) -> bytes | None:
+        """What *path* holds now: as read at the start, or (a file the
+        series did not list) from the disk."""
+        if path in before:
+            return before[path]
+        return path.read_bytes() if path.is_file() else None
+
+    touched = [p for p, c in changes.items() if current(p) != c]
     _refuse_uncommitted(out_dir, touched + [out_dir / n for n in removed])
     for name in names:
         path = out_dir / name
