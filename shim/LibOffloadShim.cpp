@@ -178,7 +178,7 @@ static FirstCallTiming FirstCall("olCreateProgram");
 static Plan plan(ol_device_handle_t Device, const void *Data, size_t Size) {
   Plan P;
   StringRef Buffer(static_cast<const char *>(Data), Size);
-  FirstCallTiming::Clock::time_point T = FirstCallTiming::Clock::now();
+  FirstCallTiming::Clock::time_point T = FirstCall.start();
   Error ReadErr = readOffloadBinaries(Buffer, -1, P.Candidates);
   FirstCall.set("images", P.Candidates.size());
   FirstCall.since("read_ns", T);
@@ -198,7 +198,7 @@ static Plan plan(ol_device_handle_t Device, const void *Data, size_t Size) {
     P.Selected = Only->Index;
     return P;
   }
-  T = FirstCallTiming::Clock::now();
+  T = FirstCall.start();
   Expected<DeviceInfo> D = describe(Device);
   FirstCall.since("describe_ns", T);
   if (!D) {
@@ -211,7 +211,7 @@ static Plan plan(ol_device_handle_t Device, const void *Data, size_t Size) {
     Ptrs.push_back(&C);
   std::optional<std::string> Tag = tagOverride();
   bool Info = infoEnabled(/*OpenMP=*/false);
-  T = FirstCallTiming::Clock::now();
+  T = FirstCall.start();
   Selection S = selectImage(*D, Ptrs, Tag, /*Report=*/Info);
   FirstCall.since("select_ns", T);
   if (Info && !S.Report.empty())
@@ -251,7 +251,7 @@ static ol_result_t createProgram(ol_device_handle_t Device,
   StringRef Image = P.Candidates[*P.Selected].Image;
   if (!FirstCall.wanted())
     return Forward(Image.data(), Image.size());
-  FirstCallTiming::Clock::time_point T = FirstCallTiming::Clock::now();
+  FirstCallTiming::Clock::time_point T = FirstCall.start();
   ol_result_t Result = Forward(Image.data(), Image.size());
   FirstCall.since("forward_ns", T);
   FirstCall.done();

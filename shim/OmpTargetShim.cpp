@@ -179,7 +179,7 @@ extern "C" KDL_SHIM_EXPORT void __tgt_register_lib(__tgt_bin_desc *Desc) {
   static auto *Real = next<void(__tgt_bin_desc *)>("__tgt_register_lib");
   static const bool Bypass = std::getenv("KDL_SHIM_BYPASS") != nullptr;
   __tgt_bin_desc *Use = Desc;
-  FirstCallTiming::Clock::time_point T = FirstCallTiming::Clock::now();
+  FirstCallTiming::Clock::time_point T = FirstRegister.start();
   if (Desc && Desc->NumDeviceImages > 0 && !Bypass) {
     std::lock_guard<std::mutex> Guard(Lock);
     if (std::unique_ptr<Filtered> F = filter(Desc)) {
@@ -190,7 +190,7 @@ extern "C" KDL_SHIM_EXPORT void __tgt_register_lib(__tgt_bin_desc *Desc) {
   FirstRegister.set("images", Desc ? Desc->NumDeviceImages : 0);
   FirstRegister.set("registered", Use ? Use->NumDeviceImages : 0);
   FirstRegister.since("choose_ns", T);
-  T = FirstCallTiming::Clock::now();
+  T = FirstRegister.start();
   Real(Use);
   FirstRegister.since("register_ns", T);
   FirstRegister.done();

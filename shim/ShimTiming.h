@@ -1,5 +1,4 @@
-//===- ShimTiming.h - What the first call of a shim entry point took -*- C++
-//-*-===//
+//===- ShimTiming.h - The first call of a shim entry point ------*- C++ -*-===//
 //
 // Part of the kdl project, under the Apache License v2.0 with LLVM Exceptions.
 // See https://llvm.org/LICENSE.txt for license information.
@@ -44,8 +43,15 @@ public:
 
   /// True while the first call is being timed.
   bool wanted() const { return Enabled && !Recorded; }
-  /// Records the nanoseconds since \p Start as \p Step.
+  /// The time now, read only while the first call is being timed: an
+  /// untimed call never reads the clock.
+  Clock::time_point start() const {
+    return wanted() ? Clock::now() : Clock::time_point();
+  }
+  /// Records the nanoseconds since \p Start (from start()) as \p Step.
   void since(const char *Step, Clock::time_point Start) {
+    if (!wanted())
+      return;
     set(Step, std::chrono::duration_cast<std::chrono::nanoseconds>(
                   Clock::now() - Start)
                   .count());

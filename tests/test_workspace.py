@@ -91,13 +91,15 @@ LICENSE = (
 )
 
 
-def test_every_c_family_source_carries_the_license_header() -> None:
+def test_every_c_family_source_opens_with_the_banner_and_license() -> None:
+    """LLVM's file banner (one 80-column line) and the kdl licence lines."""
     sources = c_family_sources()
     assert len(sources) > 30
     missing = []
     for f in sources:
         head = (paths.ROOT / f).read_text().splitlines()[:8]
-        if not head[0].startswith(("//===-", "/*===-")) or not all(
+        banner = head[0].startswith(("//===-", "/*===-")) and len(head[0]) == 80
+        if not banner or not all(
             any(line.endswith(text) for line in head) for text in LICENSE
         ):
             missing.append(f)

@@ -1,4 +1,4 @@
-//===- mark.cu - A CUDA program that says which device image ran ---------===//
+//===- mark.cu - A CUDA program that says which device image ran ----------===//
 //
 // Part of the kdl project, under the Apache License v2.0 with LLVM Exceptions.
 // See https://llvm.org/LICENSE.txt for license information.

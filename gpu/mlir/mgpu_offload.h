@@ -1,4 +1,4 @@
-//===- mgpu_offload.h - The harness's view of mgpu_offload.c ----*- C -*-===//
+//===- mgpu_offload.h - The harness's view of mgpu_offload.c ------*- C -*-===//
 //
 // Part of the kdl project, under the Apache License v2.0 with LLVM Exceptions.
 // See https://llvm.org/LICENSE.txt for license information.

@@ -1,5 +1,4 @@
-//===- OffloadEntries.h - The entries of OffloadBinaries, in place -*- C++
-//-*-===//
+//===- OffloadEntries.h - OffloadBinary entries, in place -------*- C++ -*-===//
 //
 // Part of the kdl project, under the Apache License v2.0 with LLVM Exceptions.
 // See https://llvm.org/LICENSE.txt for license information.

@@ -1,4 +1,4 @@
-/*===- kdl-ol-probe.c - Load a program through liboffload, report it ------===*
+/*===- kdl-ol-probe.c - Load a program through liboffload, report it -------===*
  *
  * Part of the kdl project, under the Apache License v2.0 with LLVM Exceptions.
  * See https://llvm.org/LICENSE.txt for license information.

@@ -1,5 +1,4 @@
-//===- AMDGPUTargetParser.h - LLVM 22 stand-in for main's header -*- C++
-//-*-===//
+//===- AMDGPUTargetParser.h - LLVM 22 stand-in ------------------*- C++ -*-===//
 //
 // Part of the kdl project, under the Apache License v2.0 with LLVM Exceptions.
 // See https://llvm.org/LICENSE.txt for license information.
