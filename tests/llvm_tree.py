@@ -10,6 +10,7 @@ export`` writes). The fixtures built from them (``isolated_git``, ``llvm``,
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import shutil
 import subprocess
@@ -17,6 +18,7 @@ import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -435,6 +437,13 @@ def on_series(
     return kdl(
         capsys, command, "--llvm", str(llvm), "--series", str(series.series), *extra
     )
+
+
+def status_json(
+    capsys: pytest.CaptureFixture[str], llvm: Path, series: SeriesDir
+) -> Any:
+    """``kdl status --json`` of *series* on *llvm*, parsed."""
+    return json.loads(on_series(capsys, "status", llvm, series, "--json")[1])
 
 
 def apply(

@@ -14,6 +14,7 @@ from tests.llvm_tree import (
     commit_on_main,
     git,
     on_series,
+    status_json,
 )
 
 # --- status ------------------------------------------------------------------------
@@ -43,15 +44,7 @@ def test_status_reports_patches_and_distance(
     assert "status: 3 applied" in out
     # Rebased onto the new main: the base follows.
     git(llvm, "rebase", "--quiet", "main")
-    doc = json.loads(
-        on_series(
-            capsys,
-            "status",
-            llvm,
-            series,
-            "--json",
-        )[1]
-    )
+    doc = status_json(capsys, llvm, series)
     assert doc["base"]["commit"] == git(llvm, "rev-parse", "main").strip()
     assert (doc["ahead"], doc["behind"]) == (3, 0)
     assert on_series(capsys, "revert", llvm, series)[0] == 0
@@ -66,13 +59,5 @@ def test_status_off_a_kdl_branch(
     assert "main: not a branch made by kdl apply" in out
     assert "status: 3 missing" in out
     git(llvm, "am", "--keep-non-patch", str(series.dir / series.names[0]))
-    doc = json.loads(
-        on_series(
-            capsys,
-            "status",
-            llvm,
-            series,
-            "--json",
-        )[1]
-    )
+    doc = status_json(capsys, llvm, series)
     assert [p["state"] for p in doc["patches"]] == ["applied", "missing", "missing"]

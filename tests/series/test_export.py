@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from pathlib import Path
@@ -20,6 +19,7 @@ from tests.llvm_tree import (
     files_of,
     git,
     on_series,
+    status_json,
 )
 
 # --- export ---------------------------------------------------------------------------
@@ -105,15 +105,7 @@ def test_export_writes_edits_and_new_commits(
     )
     assert b"+// refined" in after[P3]
     # The refreshed series is what the branch holds: status agrees, revert is allowed.
-    doc = json.loads(
-        on_series(
-            capsys,
-            "status",
-            llvm,
-            series,
-            "--json",
-        )[1]
-    )
+    doc = status_json(capsys, llvm, series)
     assert [p["state"] for p in doc["patches"]] == ["applied"] * 4
     # Dropping a commit on the branch removes its patch file.
     git(llvm, "reset", "--quiet", "--hard", "HEAD~1")
