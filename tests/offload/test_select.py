@@ -402,3 +402,42 @@ def test_batch_answers_are_the_json_documents(
     assert answers[4]["error"] == (
         '--batch: expected string members "device" and "file"'
     )
+
+
+@overlay_test
+def test_json_strings_outlive_the_files_buffer(
+    tmp_path: Path, built_overlay: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Large images (the file is mapped, and unmapped once read): every
+    string of the document is a copy, not a view of the file."""
+    images = [
+        make_image(
+            cubin_header(arch) + bytes(256 * 1024),
+            [("triple", CUDA), ("arch", arch), ("variant_tag", f"t{n}")],
+            kind="cubin",
+            offload_kind="cuda",
+        )
+        for n, arch in enumerate(["sm_80", "sm_86"])
+    ]
+    big = tmp_path / "big.bin"
+    big.write_bytes(write_v2(images))
+    status, out, err = run(capsys, "select", SM86, "--json", str(big))
+    assert status == 0, err
+    doc = json.loads(out)
+    assert [(i["triple"], i["arch"], i["tag"]) for i in doc["images"]] == [
+        (CUDA, "sm_80", "t0"),
+        (CUDA, "sm_86", "t1"),
+    ]
+    from kdl.build.overlay import build_overlay
+
+    question = {"device": SM86.removeprefix("--device="), "file": str(big)}
+    proc = subprocess.run(
+        [str(build_overlay(report=False).select_tool), "--batch"],
+        input=json.dumps(question) + "\n",
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    answer = json.loads(proc.stdout)
+    assert answer["device"]["features"] == []
+    assert {k: answer[k] for k in doc} == doc

@@ -215,8 +215,10 @@ static StringRef getSelectionName(ImageSelectionKind Kind) {
   llvm_unreachable("unknown selection kind");
 }
 
+/// \p S as a JSON string (copied: a json::Value made from a StringRef only
+/// refers to it, and the document outlives the file's buffer), or null.
 static json::Value orNull(StringRef S) {
-  return S.empty() ? json::Value(nullptr) : json::Value(S);
+  return S.empty() ? json::Value(nullptr) : json::Value(S.str());
 }
 
 static Answer fail(const Twine &Message) {
@@ -312,7 +314,7 @@ static Answer answer(const Question &Q) {
 
   json::Array Features;
   for (StringRef Feature : Args->Features)
-    Features.push_back(Feature);
+    Features.push_back(Feature.str());
   json::Array Images;
   for (auto [I, V] : enumerate(Verdicts)) {
     // Only accepted images are ranked (as in the runtime).
@@ -321,9 +323,10 @@ static Answer answer(const Question &Q) {
       Rank = rankImage(V.Candidate.Image, RankDevice.Arch);
     Images.push_back(json::Object{
         {"index", int64_t(I)},
-        {"triple", V.Entry->Triple},
-        {"arch", V.Entry->Keys.Arch},
-        {"kind", getImageKindName(V.Entry->ImageKind)},
+        // Copies: the entries are views of the file's buffer.
+        {"triple", V.Entry->Triple.str()},
+        {"arch", V.Entry->Keys.Arch.str()},
+        {"kind", getImageKindName(V.Entry->ImageKind).str()},
         {"compatible", V.Accepted},
         {"reason", V.Accepted ? "accepted" : "rejected"},
         {"detail", Describe(V)},
