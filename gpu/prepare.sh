@@ -85,17 +85,24 @@ done
 # written by the package's writer: the shim must read it; LLVM 22 cannot.
 "$PY" "$ROOT/gpu/pack_v2.py" "$OUT/ob/order-ascending.bin" "$OUT/ob/order-ascending.v2.bin"
 
-# What the series' C++ library selects for the device, per file (on the CPU).
+# What the series' C++ library selects for the device, per file (on the CPU):
+# one kdl-select --batch for every file; an answer with status 2 (a file it
+# cannot read) stops the preparation.
 SELECT=$ROOT/build/overlay/bin/kdl-select
 : >"$OUT/ob/expected.jsonl"
 if [ -x "$SELECT" ]; then
-  for f in "$OUT"/ob/*.bin; do
-    base=$(basename "$f")
-    case $base in *.v2.bin) in=$OUT/ob/order-ascending.bin ;; *) in=$f ;; esac
-    json=$("$SELECT" --device=triple=$TRIPLE,arch=sm_90 --json "$in" 2>/dev/null |
-      "$PY" -c 'import json, sys; print(json.dumps(json.load(sys.stdin)))' || true)
-    printf '{"file": "%s", "kdl_select": %s}\n' "$base" "${json:-null}" >>"$OUT/ob/expected.jsonl"
-  done
+  FILES=("$OUT"/ob/*.bin)
+  for f in "${FILES[@]}"; do
+    printf '{"device": "triple=%s,arch=sm_90", "file": "%s"}\n' "$TRIPLE" "$f"
+  done | "$SELECT" --batch | "$PY" -c '
+import json, os, sys
+for path, line in zip(sys.argv[1:], sys.stdin, strict=True):
+    doc = json.loads(line)
+    if doc.pop("status") == 2:
+        raise SystemExit(f"kdl-select: {path}: {doc['"'"'error'"'"']}")
+    doc.pop("error")
+    print(json.dumps({"file": os.path.basename(path), "kdl_select": doc}))
+' "${FILES[@]}" >"$OUT/ob/expected.jsonl"
 fi
 
 # The shim (LD_PRELOAD in front of liboffload), if the overlay build made it.
