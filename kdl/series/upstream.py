@@ -92,6 +92,25 @@ TABLEGEN: list[tuple[str, str, list[str], str]] = [
     ),
 ]
 
+#: liboffload's generated headers: (the offload-tblgen action, the cached .td
+#: files its root includes, the output in the tree). The roots hold only the
+#: files the backend reads (ol_errc_t is in Common.td, ol_device_info_t in
+#: Device.td), so no other .td file of main is needed.
+OFFLOAD_TABLEGEN: list[tuple[str, list[str], str]] = [
+    (
+        "-gen-errcodes",
+        ["APIDefs.td", "Common.td"],
+        "offload/liboffload/include/generated/OffloadErrcodes.inc",
+    ),
+    (
+        "-gen-info",
+        ["APIDefs.td", "Common.td", "Device.td"],
+        "offload/liboffload/include/generated/OffloadInfo.inc",
+    ),
+]
+OFFLOAD_TD = "offload/liboffload/API"
+OFFLOAD_TBLGEN_SOURCES = "offload/tools/offload-tblgen"
+
 #: System include directories a file needs besides LLVM's (gtest and gmock for
 #: unit tests, as Debian installs them).
 SYSTEM_DIRS: dict[str, list[str]] = {
@@ -214,6 +233,68 @@ def generate_tablegen(the_series: Series, tree: Path, llvm_prefix: Path) -> list
     return outputs
 
 
+def build_offload_tblgen(tree: Path, llvm_prefix: Path, out: Path) -> Path | None:
+    """offload-tblgen from the cached backends (MiscGen.cpp) and the
+    workspace's driver, linked against LLVM 22 (its static TableGen library
+    and libLLVM); None when the cache lacks the backends."""
+    backends = tree / OFFLOAD_TBLGEN_SOURCES / "MiscGen.cpp"
+    if not backends.is_file():
+        return None
+    compiler = str(proc.which("clang++-22") or llvm_prefix / "bin" / "clang++")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    result = proc.run(
+        [
+            compiler,
+            "-std=c++17",
+            "-O0",
+            "-fno-rtti",
+            f"-I{backends.parent}",
+            f"-isystem{llvm_prefix / 'include'}",
+            str(paths.OVERLAY_SRC / "offload-tblgen" / "OffloadTblgenDriver.cpp"),
+            str(backends),
+            # TableGen is not part of libLLVM.so: Debian installs it static.
+            str(llvm_prefix / "lib" / "libLLVMTableGen.a"),
+            f"-L{llvm_prefix / 'lib'}",
+            "-lLLVM",
+            f"-Wl,-rpath,{llvm_prefix / 'lib'}",
+            "-o",
+            str(out),
+        ],
+        check=False,
+    )
+    if result.returncode != 0:
+        tail = result.stderr.decode(errors="replace").strip().splitlines()
+        raise WorkspaceError(
+            f"{backends}: offload-tblgen does not build: "
+            f"{tail[-1] if tail else 'no output'}"
+        )
+    return out
+
+
+def generate_offload_tablegen(tree: Path, tblgen: Path) -> list[str]:
+    """liboffload's generated headers whose .td inputs are all cached."""
+    td_dir = tree / OFFLOAD_TD
+    outputs: list[str] = []
+    for action, tds, output in OFFLOAD_TABLEGEN:
+        if not all((td_dir / td).is_file() for td in tds):
+            continue
+        root = tree.parent / f"offload-root{action}.td"
+        root.write_text("".join(f'include "{td}"\n' for td in tds))
+        (tree / output).parent.mkdir(parents=True, exist_ok=True)
+        result = proc.run(
+            [str(tblgen), action, f"-I{td_dir}", str(root), "-o", str(tree / output)],
+            check=False,
+        )
+        if result.returncode != 0:
+            tail = result.stderr.decode(errors="replace").strip().splitlines()
+            raise WorkspaceError(
+                f"{root}: offload-tblgen {action} failed: "
+                f"{tail[-1] if tail else 'no output'}"
+            )
+        outputs.append(output)
+    return outputs
+
+
 def check_file(
     path: str,
     base: str,
@@ -278,6 +359,10 @@ def run_check(cache: Path, out: Path, llvm_prefix: Path) -> list[FileResult]:
     tree = paths.BUILD / "upstream-check" / "tree"
     build_tree(cache, the_series, tree)
     generated = generate_tablegen(the_series, tree, llvm_prefix)
+    tblgen = build_offload_tblgen(
+        tree, llvm_prefix, paths.BUILD / "upstream-check" / "offload-tblgen"
+    )
+    offload_generated = generate_offload_tablegen(tree, tblgen) if tblgen else []
     results: list[FileResult] = []
     seen: set[str] = set()
     for patch in the_series.patches:
@@ -310,6 +395,22 @@ def run_check(cache: Path, out: Path, llvm_prefix: Path) -> list[FileResult]:
                 "files over MLIR 22's",
             }
             for g in generated
+        ]
+        + [
+            {
+                "path": g,
+                "by": "offload-tblgen: the cached MiscGen.cpp backends "
+                f"({cached[OFFLOAD_TBLGEN_SOURCES + '/MiscGen.cpp'].commit}) "
+                "behind overlay/offload-tblgen's driver, linked against LLVM 22, "
+                "over the cached "
+                + ", ".join(
+                    f"{td} ({cached[OFFLOAD_TD + '/' + td].commit[:8]})"
+                    for action, tds, out in OFFLOAD_TABLEGEN
+                    if out == g
+                    for td in tds
+                ),
+            }
+            for g in offload_generated
         ],
         "cache": [
             {"path": c.path, "repo": c.repo, "commit": c.commit}

@@ -127,6 +127,7 @@ def test_results_name_their_files() -> None:
         "image-choice.md",
         "clang-selection-h100.json",
         "clang-selection-h100.log",
+        "shim-probe-h100.json",
         "runtime-select-h100.json",
         "runtime-select-h100.log",
         "ranking-cost",
