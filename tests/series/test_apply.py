@@ -426,12 +426,17 @@ def test_not_an_llvm_checkout(
 # --- Ctrl-C ----------------------------------------------------------------------
 
 
+#: How long the hook of _slow_apply keeps git am (and so kdl) busy: the
+#: tests signal kdl within a tenth of a second of the hook starting.
+HOOK_SECONDS = 1.5
+
+
 def _slow_apply(
     llvm: Path, series: SeriesDir, tmp_path: Path, **popen: object
 ) -> tuple[subprocess.Popen[str], Path]:
     marker = tmp_path / "in-hook"
     hook = llvm / ".git/hooks/applypatch-msg"
-    hook.write_text(f"#!/bin/sh\ntouch '{marker}'\nsleep 3\n")
+    hook.write_text(f"#!/bin/sh\ntouch '{marker}'\nsleep {HOOK_SECONDS}\n")
     hook.chmod(0o755)
     child = subprocess.Popen(
         apply_argv(llvm, series),
@@ -493,7 +498,7 @@ def test_second_ctrl_c_prints_the_way_back(
     _, err = child.communicate(timeout=60)
     assert child.returncode == 130, err
     assert "to restore the checkout, once no git command runs in" in err
-    time.sleep(3.5)  # git am may outlive kdl: let its hook (3 s) end first
+    time.sleep(HOOK_SECONDS + 0.5)  # git am may outlive kdl: let its hook end
     # Follow the printed commands once git is done: the checkout comes back.
     hook.unlink()
     commands = [
