@@ -46,6 +46,12 @@ def _llvm_arg(p: argparse.ArgumentParser, required: bool = True) -> None:
     )
 
 
+def _series_args(p: argparse.ArgumentParser) -> None:
+    """--llvm CHECKOUT and --series FILE, what every series command takes."""
+    _llvm_arg(p)
+    p.add_argument("--series", type=Path, metavar="FILE", help="patches/series")
+
+
 def _global_flags(p: argparse.ArgumentParser, default: object) -> None:
     """-v, -q and --dry-run, which every command honours."""
     p.add_argument(
@@ -116,8 +122,7 @@ def build_parser() -> argparse.ArgumentParser:
         "series.commands:cmd_apply",
         "apply the series to an llvm-project checkout",
     )
-    _llvm_arg(p)
-    p.add_argument("--series", type=Path, metavar="FILE", help="patches/series")
+    _series_args(p)
     p.add_argument("--branch", metavar="NAME", help="branch to create (kdl/<series>)")
     p.add_argument("--base", metavar="REV", help="revision to branch from (HEAD)")
     p.add_argument(
@@ -132,18 +137,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     p = add("check", "series.commands:cmd_check", "report how each patch would apply")
-    _llvm_arg(p)
-    p.add_argument("--series", type=Path, metavar="FILE", help="patches/series")
+    _series_args(p)
     p.add_argument("--base", metavar="REV", help="revision to check against (HEAD)")
 
     p = add("status", "series.commands:cmd_status", "which patches are on the branch")
-    _llvm_arg(p)
-    p.add_argument("--series", type=Path, metavar="FILE", help="patches/series")
+    _series_args(p)
     p.add_argument("--json", action="store_true", help="print one JSON document")
 
     p = add("revert", "series.commands:cmd_revert", "remove the series' commits")
-    _llvm_arg(p)
-    p.add_argument("--series", type=Path, metavar="FILE", help="patches/series")
+    _series_args(p)
     p.add_argument(
         "--force",
         action="store_true",
@@ -151,8 +153,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     p = add("export", "series.commands:cmd_export", "rewrite patches/ from the branch")
-    _llvm_arg(p)
-    p.add_argument("--series", type=Path, metavar="FILE", help="patches/series")
+    _series_args(p)
     p.add_argument(
         "-m",
         "--message",
@@ -165,8 +166,7 @@ def build_parser() -> argparse.ArgumentParser:
         "series.pr:cmd_pr",
         "push the applied series as stacked GitHub pull requests (dry run by default)",
     )
-    _llvm_arg(p)
-    p.add_argument("--series", type=Path, metavar="FILE", help="patches/series")
+    _series_args(p)
     p.add_argument(
         "--login", metavar="LOGIN", help="GitHub login for users/LOGIN/ (asked)"
     )
