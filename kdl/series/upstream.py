@@ -35,6 +35,7 @@ import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from kdl import paths, proc
 from kdl.errors import UsageError, WorkspaceError
@@ -167,6 +168,14 @@ def include_dirs(path: str, tree: Path) -> list[Path]:
     return [tree / "llvm" / "include"]
 
 
+def _run(argv: list[str], what: str, **kwargs: Any) -> None:
+    """Run *argv*; a failure is one line, ``WHAT: <stderr's last line>``."""
+    result = proc.run(argv, check=False, **kwargs)
+    if result.returncode != 0:
+        tail = result.stderr.decode(errors="replace").strip().splitlines()
+        raise WorkspaceError(f"{what}: {tail[-1] if tail else 'no output'}")
+
+
 def build_tree(cache: Path, the_series: Series, tree: Path) -> None:
     """Cached upstream files in *tree*, with the series applied."""
     if tree.exists():
@@ -183,18 +192,12 @@ def build_tree(cache: Path, the_series: Series, tree: Path) -> None:
                 f"{patch.name}: no cached upstream text of {', '.join(missing)} "
                 f"in {cache / 'files'}"
             )
-        result = proc.run(
-            ["git", "apply", "--whitespace=nowarn", patch.path],
+        _run(
+            ["git", "apply", "--whitespace=nowarn", str(patch.path)],
+            f"{patch.name} does not apply to the cached upstream files",
             cwd=tree,
             env={"GIT_CEILING_DIRECTORIES": str(tree.parent)},
-            check=False,
         )
-        if result.returncode != 0:
-            tail = result.stderr.decode(errors="replace").strip().splitlines()
-            raise WorkspaceError(
-                f"{patch.name} does not apply to the cached upstream files: "
-                f"{tail[-1] if tail else 'git apply failed'}"
-            )
 
 
 def generate_tablegen(the_series: Series, tree: Path, llvm_prefix: Path) -> list[str]:
@@ -212,7 +215,7 @@ def generate_tablegen(the_series: Series, tree: Path, llvm_prefix: Path) -> list
             if (tree / top).is_file()
             else llvm_prefix / "include" / top.removeprefix("mlir/include/")
         )
-        result = proc.run(
+        _run(
             [
                 str(tblgen),
                 *options,
@@ -222,13 +225,8 @@ def generate_tablegen(the_series: Series, tree: Path, llvm_prefix: Path) -> list
                 "-o",
                 str(tree / output),
             ],
-            check=False,
+            f"{td}: mlir-tblgen failed",
         )
-        if result.returncode != 0:
-            tail = result.stderr.decode(errors="replace").strip().splitlines()
-            raise WorkspaceError(
-                f"{td}: mlir-tblgen failed: {tail[-1] if tail else 'no output'}"
-            )
         outputs.append(output)
     return outputs
 
@@ -242,7 +240,7 @@ def build_offload_tblgen(tree: Path, llvm_prefix: Path, out: Path) -> Path | Non
         return None
     compiler = str(proc.which("clang++-22") or llvm_prefix / "bin" / "clang++")
     out.parent.mkdir(parents=True, exist_ok=True)
-    result = proc.run(
+    _run(
         [
             compiler,
             "-std=c++17",
@@ -260,14 +258,8 @@ def build_offload_tblgen(tree: Path, llvm_prefix: Path, out: Path) -> Path | Non
             "-o",
             str(out),
         ],
-        check=False,
+        f"{backends}: offload-tblgen does not build",
     )
-    if result.returncode != 0:
-        tail = result.stderr.decode(errors="replace").strip().splitlines()
-        raise WorkspaceError(
-            f"{backends}: offload-tblgen does not build: "
-            f"{tail[-1] if tail else 'no output'}"
-        )
     return out
 
 
@@ -281,16 +273,10 @@ def generate_offload_tablegen(tree: Path, tblgen: Path) -> list[str]:
         root = tree.parent / f"offload-root{action}.td"
         root.write_text("".join(f'include "{td}"\n' for td in tds))
         (tree / output).parent.mkdir(parents=True, exist_ok=True)
-        result = proc.run(
+        _run(
             [str(tblgen), action, f"-I{td_dir}", str(root), "-o", str(tree / output)],
-            check=False,
+            f"{root}: offload-tblgen {action} failed",
         )
-        if result.returncode != 0:
-            tail = result.stderr.decode(errors="replace").strip().splitlines()
-            raise WorkspaceError(
-                f"{root}: offload-tblgen {action} failed: "
-                f"{tail[-1] if tail else 'no output'}"
-            )
         outputs.append(output)
     return outputs
 
