@@ -23,14 +23,14 @@ import datetime
 import os
 import re
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from kdl import proc
 from kdl.errors import GitError, WorkspaceError
 from kdl.series.checkout import DIFF_OPTS, Checkout
 from kdl.series.match import Match, classify, diff_files
-from kdl.series.model import Series, load
+from kdl.series.model import Block, Series, load
 
 #: Settings git reads from config that would change format-patch's bytes.
 CONFIG_PINS = [
@@ -64,15 +64,6 @@ FORMAT_PATCH = [
 _SUBJECT = re.compile(
     r"^Subject: \[(?P<prefix>[^\]]*?)(?: (?P<n>\d+)/\d+)?\]", re.MULTILINE
 )
-
-
-@dataclass
-class _Block:
-    """A patch's lines in patches/series."""
-
-    lead: list[str] = field(default_factory=list)  # comments before it
-    line: str = ""
-    files: dict[str, str] = field(default_factory=dict)  # path -> raw line
 
 
 def format_patches(
@@ -272,26 +263,6 @@ def _tracked_at(co: Checkout, base: str, contents: list[bytes]) -> set[str]:
     return {p for p in out.split("\0") if p}
 
 
-def _parse_series(text: str) -> tuple[list[str], dict[str, _Block], list[str]]:
-    """(header lines, blocks by patch name, trailing lines) of patches/series."""
-    header: list[str] = []
-    blocks: dict[str, _Block] = {}
-    pending: list[str] = []
-    current: _Block | None = None
-    for raw in text.splitlines():
-        line = raw.split("#", 1)[0].rstrip()
-        if not line.strip() or line.startswith(("name:", "version:")):
-            (pending if current is not None or blocks else header).append(raw)
-            continue
-        if not line[0].isspace():
-            current = _Block(lead=pending, line=raw)
-            blocks[line.strip()] = current
-            pending = []
-        elif current is not None:
-            current.files[line.split()[1]] = raw
-    return header, blocks, pending
-
-
 def _render(
     series: Series,
     names: list[str],
@@ -299,12 +270,16 @@ def _render(
     base: str,
     at_base: set[str],
 ) -> str:
-    header, blocks, trailer = _parse_series(series.path.read_text())
+    header, blocks, trailer = (
+        series.layout.header,
+        series.layout.blocks,
+        series.layout.trailer,
+    )
     listed = [raw for block in blocks.values() for raw in block.files.values()]
     indent = listed[0][: len(listed[0]) - len(listed[0].lstrip())] if listed else "    "
     lines = list(header)
     for name, text in zip(names, contents, strict=True):
-        block = blocks.get(name, _Block(line=name))
+        block = blocks.get(name, Block(line=name))
         lines += [*block.lead, block.line]
         diff = diff_files(text)  # path -> created by this patch
         # Files still touched keep their line (and recorded base) and order.

@@ -136,6 +136,28 @@ def new_file_text(patch_text: str, path: str) -> str | None:
 
 
 @dataclass
+class Block:
+    """A patch's lines in patches/series, as written."""
+
+    #: Comment and blank lines before the patch's line.
+    lead: list[str] = field(default_factory=list)
+    line: str = ""
+    #: Path -> its ``base``/``new`` line.
+    files: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Layout:
+    """patches/series line by line, so that it can be written again with its
+    comments: the lines before the first patch, each patch's block, the
+    lines after the last file line."""
+
+    header: list[str] = field(default_factory=list)
+    blocks: dict[str, Block] = field(default_factory=dict)
+    trailer: list[str] = field(default_factory=list)
+
+
+@dataclass
 class Series:
     name: str
     patches: list[Patch]
@@ -144,6 +166,8 @@ class Series:
     #: bumps it when the patches change and keeps the old ones under
     #: ``versions/``.
     version: int = 1
+    #: The file's own lines (kdl export rewrites it from them).
+    layout: Layout = field(default_factory=Layout)
 
     def base_of(self, path: str) -> str | None:
         """The upstream commit the first patch touching *path* was based on."""
@@ -165,8 +189,12 @@ def load(series_file: Path | None = None) -> Series:
     name = ""
     version = 1
     patches: list[Patch] = []
+    layout = Layout()
+    pending: list[str] = []  # comment lines not yet placed in the layout
     for lineno, raw in enumerate(lines, 1):
         line = raw.split("#", 1)[0].rstrip()
+        if not line.strip() or line.startswith(("name:", "version:")):
+            (pending if layout.blocks else layout.header).append(raw)
         if not line.strip():
             continue
         if line.startswith("name:"):
@@ -185,10 +213,13 @@ def load(series_file: Path | None = None) -> Series:
             if not patch_path.is_file():
                 raise FormatError(where, f"line {lineno}: no such patch {line.strip()}")
             patches.append(Patch(patch_path))
+            layout.blocks[line.strip()] = Block(lead=pending, line=raw)
+            pending = []
             continue
         words = line.split()
         if not patches:
             raise FormatError(where, f"line {lineno}: file line before any patch")
+        layout.blocks[patches[-1].name].files[words[1]] = raw
         if words[0] == "base" and len(words) in (3, 4) and _COMMIT.match(words[2]):
             patches[-1].files.append(FileBase(words[1], words[2], *words[3:]))
         elif words[0] == "new" and len(words) == 2:
@@ -209,4 +240,5 @@ def load(series_file: Path | None = None) -> Series:
                 f"{patch.name}: files listed ({', '.join(listed) or 'none'}) "
                 f"differ from files in the diff ({', '.join(touched) or 'none'})",
             )
-    return Series(name, patches, series_file, version)
+    layout.trailer = pending
+    return Series(name, patches, series_file, version, layout)
