@@ -1,12 +1,13 @@
-"""``kdl fuzz``: libFuzzer on the series' ranking, with ASan and UBSan.
+"""``kdl fuzz``: libFuzzer on the series' ranking and the container reader,
+with ASan and UBSan.
 
 Builds ``overlay/fuzz/ImageRankingFuzzer.cpp`` with the series'
-``ImageRanking.cpp`` (as the overlay build extracts it) and the plugins'
-acceptance model, using clang 22 with ``-fsanitize=fuzzer,address,undefined``,
-seeds a fresh corpus with the files the lit suite packed (every ``*.bin``,
-``*.cubin`` and ``*.so`` under the lit output directory), and runs it for a
-bounded time. A finding is a failure; its reproducer stays in
-``build/fuzz/``.
+``ImageRanking.cpp`` (as the overlay build extracts it), the plugins'
+acceptance model and the container reader the shim and kdl-select share,
+using clang 22 with ``-fsanitize=fuzzer,address,undefined``; seeds a fresh
+corpus with the files the lit suite packed (every ``*.bin``, ``*.cubin`` and
+``*.so`` under the lit output directory), and runs it for a bounded time. A
+finding is a failure; its reproducer stays in ``build/fuzz/``.
 """
 
 from __future__ import annotations
@@ -45,9 +46,11 @@ def build_fuzzer(src_dir: Path, out: Path) -> Path:
         f"-I{src_dir / 'llvm' / 'include'}",
         f"-I{compat / 'include'}",
         f"-I{compat}",
+        f"-I{paths.OVERLAY_SRC / 'container'}",
         f"-I{prefix / 'include'}",
         src_dir / "llvm/lib/Frontend/Offloading/ImageRanking.cpp",
         compat / "PluginCompat.cpp",
+        paths.OVERLAY_SRC / "container" / "OffloadEntries.cpp",
         SOURCE,
         f"-L{prefix / 'lib'}",
         "-lLLVM",

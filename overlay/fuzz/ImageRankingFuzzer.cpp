@@ -11,16 +11,19 @@
 // candidates (an image, often behind an ELF header with fuzzed machine and
 // flags, and every selection key); for each of several devices the images
 // its plugin accepts (overlay/compat/PluginCompat, the helpers'
-// precondition) go through selectImage(), rankImage(), isBetterImage() and
-// describeImage().
+// precondition) go through selectImage(), rankImage(), isBetterImage(),
+// describeImage() and printImageSelection().
 //
-// Containers are not parsed here: the series reads them with main's
-// OffloadBinary::create, which bounds every offset, while LLVM 22's (all this
-// build has) does not bound string offsets and crashes on hostile input. The
-// seed corpus is the inputs the lit suite packs.
+// Each input is first read as an OffloadBinary container by the workspace's
+// reader (overlay/container/OffloadEntries.h), which the shim runs on what
+// the runtime is given; the entries it yields are ranked for every device
+// too. (The series itself reads containers with main's OffloadBinary::create;
+// LLVM 22's, all this build has, does not bound string offsets.) The seed
+// corpus is the inputs the lit suite packs, most of them containers.
 //
 //===----------------------------------------------------------------------===//
 
+#include "OffloadEntries.h"
 #include "PluginCompat.h"
 
 #include "llvm/ADT/SmallVector.h"
@@ -94,6 +97,7 @@ static void choose(ArrayRef<ImageCandidate> All, const Device &D,
     ImageSelection S = selectImage(Candidates, RankDevice, Tag);
     if (!Candidates.empty() && S.Index >= Candidates.size())
       __builtin_trap();
+    nulls() << printImageSelection(Candidates, RankDevice, S);
     for (const ImageCandidate &C : Candidates) {
       (void)rankImage(C.Image, RankDevice.Arch, C.Keys.Arch);
       describeImage(nulls(), C, RankDevice);
@@ -102,7 +106,27 @@ static void choose(ArrayRef<ImageCandidate> All, const Device &D,
   }
 }
 
+/// The input read as containers: the entries the reader yields, ranked.
+static void chooseFromContainer(StringRef Buffer) {
+  std::vector<kdl::OffloadEntry> Entries;
+  if (Error Err = kdl::readOffloadBinaries(Buffer, -1, Entries)) {
+    consumeError(std::move(Err));
+    return;
+  }
+  SmallVector<ImageCandidate, 8> Candidates;
+  for (const kdl::OffloadEntry &E : Entries) {
+    if (E.Image.data() < Buffer.data() ||
+        E.Image.data() + E.Image.size() > Buffer.data() + Buffer.size())
+      __builtin_trap(); // An entry is a view of the buffer, inside it.
+    if (!E.MetadataOnly)
+      Candidates.push_back({E.Image, E.Keys});
+  }
+  for (unsigned I = 0; I < 5; ++I)
+    choose(Candidates, device(I), "");
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *Data, size_t Size) {
+  chooseFromContainer(StringRef(reinterpret_cast<const char *>(Data), Size));
   FuzzedDataProvider P(Data, Size);
   std::vector<std::string> Storage;
   Storage.reserve(64);
