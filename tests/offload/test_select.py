@@ -328,10 +328,11 @@ def test_input_is_read_once_from_a_fifo_or_stdin(
 
 
 @overlay_test
-def test_a_file_kdl_rejects_never_reaches_llvm(
+def test_a_header_whose_sizes_lie_is_one_line_and_exit_2(
     cuda_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A header whose sizes lie is exit 2 with one line, not LLVM's crash."""
+    """The container reader bounds every offset: a binary whose Size points
+    past the file is a one-line error, exit 2, not a crash."""
     data = bytearray(cuda_file.read_bytes())
     data[8:16] = (1 << 40).to_bytes(8, "little")  # the binary's size field
     bad = tmp_path / "bad.bin"
