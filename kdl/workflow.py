@@ -160,7 +160,10 @@ def cmd_selftest(args: argparse.Namespace) -> int:
     lit = run_lit(overlay=overlay)
     stage("lit", lit.ok, lit.summary())
 
-    print(f"\n=== libFuzzer on the ranking ({fuzz_seconds} s, seeded from lit)")
+    print(
+        f"\n=== libFuzzer on the ranking and the container reader "
+        f"({fuzz_seconds} s, seeded from lit)"
+    )
     from kdl.fuzz import run_fuzz
 
     fuzz_ok = run_fuzz(fuzz_seconds)
