@@ -32,7 +32,7 @@ MAX_SEEDS = 200
 def build_fuzzer(src_dir: Path, out: Path) -> Path:
     """Compile the fuzz target against the extracted series in *src_dir*."""
     prefix = paths.default_llvm_prefix()
-    clang = proc.which("clang++-22") or prefix / "bin" / "clang++"
+    clang = proc.clang_cxx(prefix)
     compat = paths.OVERLAY_SRC / "compat"
     argv: list[str | Path] = [
         clang,

@@ -85,6 +85,11 @@ def output(argv: Sequence[str | os.PathLike[str]], **kwargs: object) -> str:
     return proc.stdout.decode(errors="replace").strip()
 
 
+def clang_cxx(prefix: Path) -> Path:
+    """clang++ 22: Debian's ``clang++-22`` on PATH, else ``PREFIX/bin/clang++``."""
+    return which("clang++-22") or prefix / "bin" / "clang++"
+
+
 def which(name: str, *dirs: Path) -> Path | None:
     """Find *name* in *dirs* first, then on PATH."""
     for d in dirs:

@@ -231,14 +231,15 @@ def generate_tablegen(the_series: Series, tree: Path, llvm_prefix: Path) -> list
     return outputs
 
 
-def build_offload_tblgen(tree: Path, llvm_prefix: Path, out: Path) -> Path | None:
+def build_offload_tblgen(
+    tree: Path, llvm_prefix: Path, compiler: str, out: Path
+) -> Path | None:
     """offload-tblgen from the cached backends (MiscGen.cpp) and the
     workspace's driver, linked against LLVM 22 (its static TableGen library
     and libLLVM); None when the cache lacks the backends."""
     backends = tree / OFFLOAD_TBLGEN_SOURCES / "MiscGen.cpp"
     if not backends.is_file():
         return None
-    compiler = str(proc.which("clang++-22") or llvm_prefix / "bin" / "clang++")
     out.parent.mkdir(parents=True, exist_ok=True)
     _run(
         [
@@ -339,14 +340,14 @@ def run_check(cache: Path, out: Path, llvm_prefix: Path) -> list[FileResult]:
             f"{cache}: no upstream cache (files/ and manifest*.tsv, read at the "
             "commits in patches/series); --cache names another"
         )
-    compiler = str(proc.which("clang++-22") or llvm_prefix / "bin" / "clang++")
+    compiler = str(proc.clang_cxx(llvm_prefix))
     the_series = load()
     cached = read_manifest(cache)
     tree = paths.BUILD / "upstream-check" / "tree"
     build_tree(cache, the_series, tree)
     generated = generate_tablegen(the_series, tree, llvm_prefix)
     tblgen = build_offload_tblgen(
-        tree, llvm_prefix, paths.BUILD / "upstream-check" / "offload-tblgen"
+        tree, llvm_prefix, compiler, paths.BUILD / "upstream-check" / "offload-tblgen"
     )
     offload_generated = generate_offload_tablegen(tree, tblgen) if tblgen else []
     results: list[FileResult] = []
