@@ -178,7 +178,8 @@ namespace {
 struct Verdict {
   const kdl::OffloadEntry *Entry;
   bool Accepted = false;
-  std::string Why;
+  /// Why the plugin rejects the image or, once ranked, how it fits.
+  std::string Detail;
   /// Position among the accepted images, best first (1-based), if accepted.
   unsigned Rank = 0;
   ImageCandidate Candidate;
@@ -266,13 +267,13 @@ static Answer answer(const Question &Q) {
 
   SmallVector<Verdict> Verdicts;
   SmallVector<ImageCandidate> Candidates;
-  SmallVector<size_t> CandidateIndex;
+  SmallVector<unsigned> CandidateIndex;
   for (const kdl::OffloadEntry &E : Entries) {
     Verdict V{&E, false, "", 0, {E.Image, E.Keys}};
     if (E.MetadataOnly)
-      V.Why = "metadata-only entry (OIF_Metadata): no image";
+      V.Detail = "metadata-only entry (OIF_Metadata): no image";
     else
-      V.Accepted = kdl::pluginAccepts(E.Image, Device, V.Why);
+      V.Accepted = kdl::pluginAccepts(E.Image, Device, V.Detail);
     if (V.Accepted) {
       Candidates.push_back(V.Candidate);
       CandidateIndex.push_back(Verdicts.size());
@@ -302,15 +303,15 @@ static Answer answer(const Question &Q) {
     First = CandidateIndex.front();
   }
 
-  auto Describe = [&](const Verdict &V) {
-    std::string Text;
-    raw_string_ostream OS(Text);
-    if (V.Accepted)
+  // What the report says of each image: how an accepted one fits, or why
+  // the plugin rejects it.
+  for (Verdict &V : Verdicts) {
+    if (V.Accepted) {
+      V.Detail.clear();
+      raw_string_ostream OS(V.Detail);
       describeImage(OS, V.Candidate, RankDevice);
-    else
-      OS << V.Why;
-    return Text;
-  };
+    }
+  }
 
   json::Array Features;
   for (StringRef Feature : Args->Features)
@@ -329,7 +330,7 @@ static Answer answer(const Question &Q) {
         {"kind", getImageKindName(V.Entry->ImageKind).str()},
         {"compatible", V.Accepted},
         {"reason", V.Accepted ? "accepted" : "rejected"},
-        {"detail", Describe(V)},
+        {"detail", V.Detail},
         {"fit", V.Accepted ? json::Value(getImageFitName(Rank.Fit)) : nullptr},
         {"processor", Rank.Processor},
         {"priority", orNull(V.Candidate.Keys.VariantPriority)},
@@ -356,17 +357,16 @@ static Answer answer(const Question &Q) {
       OS << "rank " << V.Rank << ": ";
     else
       OS << "rejected: ";
-    OS << Describe(V) << "\n";
+    OS << V.Detail << "\n";
   }
   if (First)
     OS << "first compatible: image " << *First << "\n";
   // The choice in the library's words, with the file's image numbers.
-  SmallVector<unsigned> Numbers(CandidateIndex.begin(), CandidateIndex.end());
   if (Candidates.empty())
     OS << "selected: none\n";
   else
     OS << "selected: "
-       << printImageSelection(Candidates, RankDevice, Selection, Numbers)
+       << printImageSelection(Candidates, RankDevice, Selection, CandidateIndex)
        << "\n";
 
   if (!Selected) {
