@@ -442,3 +442,29 @@ def test_json_strings_outlive_the_files_buffer(
     answer = json.loads(proc.stdout)
     assert answer["device"]["features"] == []
     assert {k: answer[k] for k in doc} == doc
+
+
+@overlay_test
+def test_json_fit_reads_the_entry_arch_as_the_detail_does(
+    tmp_path: Path, built_overlay: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An sm_90a cubin of CUDA ELF ABI 2 (ptxas 13) carries no "a" in its
+    header; its entry's arch says it. "processor" says what "detail" says."""
+    image = make_image(
+        cubin_header("sm_90a", abi=2),
+        [("triple", CUDA), ("arch", "sm_90a")],
+        kind="cubin",
+        offload_kind="openmp",
+    )
+    f = tmp_path / "abi2.bin"
+    f.write_bytes(write_v2([image]))
+    status, out, err = run(
+        capsys, "select", f"--device=triple={CUDA},arch=sm_90", "--json", str(f)
+    )
+    assert status == 0, err
+    (img,) = json.loads(out)["images"]
+    assert (img["detail"], img["fit"], img["processor"]) == (
+        "sm_90a, exact fit",
+        "exact",
+        "sm_90a",
+    )

@@ -321,7 +321,8 @@ static Answer answer(const Question &Q) {
     // Only accepted images are ranked (as in the runtime).
     ImageRank Rank;
     if (V.Accepted)
-      Rank = rankImage(V.Candidate.Image, RankDevice.Arch);
+      Rank =
+          rankImage(V.Candidate.Image, RankDevice.Arch, V.Candidate.Keys.Arch);
     Images.push_back(json::Object{
         {"index", int64_t(I)},
         // Copies: the entries are views of the file's buffer.
