@@ -53,13 +53,13 @@ Selection selectImage(const DeviceInfo &Device,
 
   // What the plugin accepts, in the order the runtime would try it.
   SmallVector<ImageCandidate, 8> Accepted;
-  SmallVector<const OffloadEntry *, 8> AcceptedFrom;
+  SmallVector<unsigned, 8> AcceptedIndex; // each one's OffloadEntry::Index
   SmallVector<std::pair<const OffloadEntry *, std::string>, 8> Rejected;
   for (const OffloadEntry *C : Candidates) {
     std::string Why;
     if (pluginAccepts(C->Image, Plugin, Why)) {
       Accepted.push_back({C->Image, C->Keys});
-      AcceptedFrom.push_back(C);
+      AcceptedIndex.push_back(C->Index);
     } else {
       Rejected.push_back({C, std::move(Why)});
     }
@@ -79,7 +79,7 @@ Selection selectImage(const DeviceInfo &Device,
 
   ImageSelection Choice =
       offloading::selectImage(Accepted, Dev, Tag ? *Tag : StringRef());
-  S.Selected = AcceptedFrom[Choice.Index]->Index;
+  S.Selected = AcceptedIndex[Choice.Index];
   if (Choice.TagIgnored)
     printLine("note: no image for " + Device.Label +
               " has variant_tag=" + *Tag + "; the tag is ignored");
@@ -88,15 +88,12 @@ Selection selectImage(const DeviceInfo &Device,
 
   // The words are the library's (printImageSelection), with the shim's own
   // numbers; the images the plugin rejected are the shim's to add.
-  SmallVector<unsigned, 8> Numbers;
-  for (const OffloadEntry *C : AcceptedFrom)
-    Numbers.push_back(C->Index);
   raw_string_ostream OS(S.Report);
   OS << "image selection for " << Device.Triple << " " << Device.Arch << " ("
      << Device.Label << ")";
   if (Tag)
     OS << " with variant_tag=" << *Tag;
-  OS << ": " << printImageSelection(Accepted, Dev, Choice, Numbers);
+  OS << ": " << printImageSelection(Accepted, Dev, Choice, AcceptedIndex);
   for (auto [C, Why] : Rejected)
     OS << "; image " << C->Index << ": rejected (" << Why << ")";
   return S;
