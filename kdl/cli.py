@@ -178,6 +178,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--api", default="https://api.github.com", metavar="URL")
     p.add_argument("--post", action="store_true", help="really push and send")
 
+    # --- The real trees --------------------------------------------------------
+    p = add(
+        "tree",
+        "trees:cmd_tree",
+        "make or reuse the real LLVM trees: 'main' (a sid root with LLVM main's "
+        "snapshot packages) and '22' (the LLVM 22.1.8 source as a git repository)",
+    )
+    p.add_argument("name", nargs="*", metavar="NAME", help="main, 22 [both]")
+    p.add_argument(
+        "--pin",
+        metavar="VERSION",
+        help="move the main tree to another snapshot version (rewrites trees.json)",
+    )
+    p.add_argument("--json", action="store_true", help="print the trees' records")
+
     # --- Build and test --------------------------------------------------------
     p = add(
         "build",
@@ -188,6 +203,12 @@ def build_parser() -> argparse.ArgumentParser:
     _llvm_arg(p, required=False)
     p.add_argument("--build-dir", type=Path, metavar="DIR", help="build directory")
     p.add_argument("-j", "--jobs", type=int, metavar="N", help="parallel jobs")
+    p.add_argument(
+        "--full",
+        action="store_true",
+        help="configure the whole LLVM build even where the checkout's version "
+        "is an installed LLVM's (the default then builds offload standalone)",
+    )
 
     p = add(
         "test", "build.lit:cmd_test", "run the llvm-tests lit suite (and check-offload)"

@@ -133,6 +133,7 @@ FLOORS = {
     "provenance": 0,
     "series": 1,
     "build": 2,
+    "trees": 2,
     "rfc": 2,
     "offload": 3,
     "results": 4,

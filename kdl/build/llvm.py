@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kdl import paths, proc
+from kdl.build.configure import STAMP, half_configured
 from kdl.errors import UsageError, WorkspaceError
 from kdl.provenance import cmake_cache
 
@@ -230,14 +231,19 @@ def build_llvm(
     build_dir = (build_dir or default_build_dir()).expanduser().resolve()
     notes: list[str] = []
     configure_seconds = None
-    if (build_dir / "CMakeCache.txt").is_file():
+    # A cache without build.ninja is a configure that stopped midway: cmake
+    # runs again over it (it keeps what the user set) instead of ninja failing.
+    if (build_dir / "CMakeCache.txt").is_file() and not half_configured(build_dir):
         notes = existing_cache_notes(llvm, build_dir)
         for note in notes:
             print(f"note: existing cache in {build_dir}: {note}; not reconfigured")
         available = ninja_targets(build_dir)
     else:
         started = time.monotonic()
-        proc.run(configure_argv(llvm, build_dir), capture=False, mutating=True)
+        argv = configure_argv(llvm, build_dir)
+        proc.run(argv, capture=False, mutating=True)
+        if not proc.DRY_RUN:
+            (build_dir / STAMP).write_text(proc.quote(argv) + "\n")
         configure_seconds = time.monotonic() - started
         if proc.DRY_RUN:
             print(
@@ -272,7 +278,33 @@ def _describe_tool(path: Path) -> str:
     return str(path)
 
 
+def standalone_prefix(llvm: Path) -> Path | None:
+    """The installed LLVM a standalone build of *llvm* can use, if any."""
+    from kdl.build.standalone import installed_prefix, tree_version
+
+    version = tree_version(llvm)
+    return installed_prefix(version) if version else None
+
+
+def _cmd_build_standalone(args: argparse.Namespace, prefix: Path) -> int:
+    from kdl.build.standalone import build_standalone, default_dir
+
+    llvm = args.llvm.expanduser().resolve()
+    build_dir = (args.build_dir or default_dir(llvm)).expanduser().resolve()
+    print(f"{llvm} is LLVM {prefix.name}'s version: standalone build against {prefix}")
+    built = build_standalone(llvm, build_dir, prefix, args.jobs)
+    for note in built.notes:
+        print(f"note: {note}")
+    if not proc.DRY_RUN:
+        print(f"built in {sum(built.steps.values()):.0f} s: {built.offload}")
+    return 0
+
+
 def cmd_build(args: argparse.Namespace) -> int:
+    if args.llvm is not None and not args.full:
+        prefix = standalone_prefix(args.llvm.expanduser().resolve())
+        if prefix is not None:
+            return _cmd_build_standalone(args, prefix)
     if args.llvm is None:
         from kdl.build import overlay
 

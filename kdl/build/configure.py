@@ -1,0 +1,55 @@
+"""Configure a CMake build directory once, and again only when it must.
+
+Every build directory the workspace makes goes through :func:`configure`.
+A directory counts as configured only when CMake finished: ``build.ninja``
+exists and the stamp ``kdl-configure.txt``, written after CMake returned 0,
+holds the same command line. A configure that was killed or failed midway
+leaves a ``CMakeCache.txt`` without the stamp; the next run removes that
+cache and configures again instead of failing forever in ninja.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+
+from kdl import proc
+
+log = logging.getLogger("kdl")
+
+STAMP = "kdl-configure.txt"
+
+
+def is_configured(build_dir: Path, argv: Sequence[str] | None = None) -> bool:
+    """Whether CMake finished in *build_dir* (with *argv*, when given)."""
+    stamp = build_dir / STAMP
+    if not (build_dir / "build.ninja").is_file() or not stamp.is_file():
+        return False
+    return argv is None or stamp.read_text() == proc.quote(argv) + "\n"
+
+
+def half_configured(build_dir: Path) -> bool:
+    """A cache that no finished configure stands behind."""
+    return (build_dir / "CMakeCache.txt").is_file() and not is_configured(build_dir)
+
+
+def configure(argv: Sequence[str], build_dir: Path) -> bool:
+    """Run *argv* (a cmake line for *build_dir*) unless it already ran there.
+
+    Returns True when CMake ran. What an unfinished or different configure
+    left (the cache and CMakeFiles/) is removed first.
+    """
+    if is_configured(build_dir, argv):
+        return False
+    if (build_dir / "CMakeCache.txt").is_file():
+        log.info("%s: configured by an unfinished or other cmake; again", build_dir)
+        if not proc.DRY_RUN:
+            (build_dir / "CMakeCache.txt").unlink()
+            shutil.rmtree(build_dir / "CMakeFiles", ignore_errors=True)
+    (build_dir / STAMP).unlink(missing_ok=True)
+    proc.run(argv, capture=False, mutating=True)
+    if not proc.DRY_RUN:
+        (build_dir / STAMP).write_text(proc.quote(argv) + "\n")
+    return True

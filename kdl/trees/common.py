@@ -1,0 +1,149 @@
+"""What every tree shares: its pins, its record, and how a half-made one goes.
+
+A tree is made under ``NAME.partial`` and renamed into place when complete;
+its record (``NAME.json`` beside it) is written last, so a tree counts only
+with its record: a ``.partial`` directory left by a run that was killed (or
+ran out of disk), or a tree without a record, is removed and made again,
+never used. File systems a
+maker mounted inside a root (debootstrap mounts ``/proc``) are unmounted
+before anything is removed.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kdl import paths, proc
+from kdl.errors import UsageError, WorkspaceError
+
+log = logging.getLogger("kdl")
+
+PINS_FILE = paths.ROOT / "trees.json"
+TREES_DIR = paths.ROOT / ".work" / "trees"
+DOWNLOADS = paths.ROOT / ".work" / "downloads"
+
+
+def pins() -> dict[str, dict[str, Any]]:
+    try:
+        data: dict[str, dict[str, Any]] = json.loads(PINS_FILE.read_text())
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"{PINS_FILE}: cannot read the tree pins: {exc}") from exc
+    return data
+
+
+def pin(name: str) -> dict[str, Any]:
+    table = pins()
+    if name not in table:
+        raise UsageError(
+            f"{PINS_FILE}: no tree named '{name}' (there are: {', '.join(table)})"
+        )
+    return table[name]
+
+
+def write_pin(name: str, entry: dict[str, Any]) -> None:
+    table = pins()
+    table[name] = entry
+    PINS_FILE.write_text(json.dumps(table, indent=2) + "\n")
+
+
+@dataclass(frozen=True)
+class Tree:
+    """A made tree: where it is and what it is (its record)."""
+
+    name: str
+    path: Path
+    record: dict[str, Any]
+
+    def describe(self) -> str:
+        r = self.record
+        what = f"{r.get('source_package')} {r.get('version')}"
+        if self.name == "main":
+            what += f" (main at {r.get('commit')})"
+        elif r.get("sha256"):
+            what += f" (orig sha256 {r['sha256'][:16]}...)"
+        return what
+
+
+def tree_dir(name: str) -> Path:
+    return TREES_DIR / name
+
+
+def record_file(path: Path) -> Path:
+    return path.with_name(path.name + ".json")
+
+
+def read_record(path: Path) -> dict[str, Any] | None:
+    """The record of the tree at *path*; None unless both are there."""
+    if not path.is_dir():
+        return None
+    try:
+        data: dict[str, Any] = json.loads(record_file(path).read_text())
+    except (OSError, ValueError):
+        return None
+    return data
+
+
+def mounts_under(path: Path) -> list[str]:
+    """Mount points at or below *path*, deepest first."""
+    prefix = str(path.resolve())
+    try:
+        lines = Path("/proc/mounts").read_text().splitlines()
+    except OSError:
+        return []
+    points = []
+    for line in lines:
+        fields = line.split()
+        if len(fields) > 1:
+            point = fields[1].replace("\\040", " ")
+            if point == prefix or point.startswith(prefix + "/"):
+                points.append(point)
+    return sorted(points, key=len, reverse=True)
+
+
+def unmount_all(path: Path) -> None:
+    for point in mounts_under(path):
+        proc.run(["umount", "-l", point], check=False, mutating=True)
+    left = mounts_under(path)
+    if left and not proc.DRY_RUN:
+        raise WorkspaceError(
+            f"{path}: cannot unmount {left[0]}; unmount it by hand, then run again"
+        )
+
+
+def remove(path: Path) -> None:
+    """Remove a tree directory, after unmounting what a maker mounted in it."""
+    if not path.exists() and not path.is_symlink():
+        return
+    unmount_all(path)
+    if proc.DRY_RUN:
+        print(f"would remove {path}")
+        return
+    shutil.rmtree(path)
+
+
+def staging(name: str) -> Path:
+    """A fresh ``NAME.partial``; whatever an interrupted run left there goes."""
+    partial = TREES_DIR / f"{name}.partial"
+    if partial.exists():
+        log.info("removing %s, left by an interrupted run", partial)
+        remove(partial)
+    if not proc.DRY_RUN:
+        partial.mkdir(parents=True)
+    return partial
+
+
+def finish(name: str, partial: Path, record: dict[str, Any]) -> Tree:
+    """Rename *partial* into place, then write its record (the commit point)."""
+    final = tree_dir(name)
+    if proc.DRY_RUN:
+        return Tree(name, final, record)
+    record_file(final).unlink(missing_ok=True)
+    remove(final)
+    partial.rename(final)
+    record_file(final).write_text(json.dumps(record, indent=2) + "\n")
+    return Tree(name, final, record)
