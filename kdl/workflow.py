@@ -18,6 +18,7 @@ from pathlib import Path
 from xml.etree import ElementTree
 
 from kdl import paths, proc
+from kdl.errors import WorkspaceError
 
 log = logging.getLogger("kdl")
 
@@ -52,6 +53,80 @@ def _draft_and_check_rfc() -> tuple[list[Path], list[str]]:
 
     posts = rfc.draft()
     return posts, check.check_files(posts, paths.ROOT)
+
+
+#: The release/22.x backport of the series, applied to the 22.1.8 tree.
+BACKPORT_SERIES = paths.PATCHES / "release-22.x" / "series"
+
+
+def real_trees() -> tuple[int, int, list[str], list[str]]:
+    """The series on the real trees: (passed, failed, problems, result lines).
+
+    Makes or reuses both trees, applies the release/22.x backport to the
+    22.1.8 tree, builds offload standalone with and without it and runs
+    upstream's check-offload and check-offload-unit on both
+    (:func:`kdl.build.baseline.compare`); then builds the series' LLVM-side
+    unit tests against main's libLLVM in the sid root and runs them there
+    (:func:`kdl.build.mainroot.run_unittests`).
+    """
+    from kdl import trees
+    from kdl.build import baseline, mainroot
+    from kdl.build.llvm import standalone_prefix
+    from kdl.series.apply import apply_series
+    from kdl.series.model import load
+
+    lines: list[str] = []
+    problems: list[str] = []
+    timings: dict[str, float] = {}
+
+    def timed(name: str, started: float) -> None:
+        timings[name] = round(time.monotonic() - started, 1)
+
+    started = time.monotonic()
+    main = trees.ensure("main")
+    timed("tree main", started)
+    started = time.monotonic()
+    tree22 = trees.ensure("22")
+    timed("tree 22", started)
+    lines.append(f"tree main:      {main.path} ({main.describe()})")
+    lines.append(f"tree 22:        {tree22.path} ({tree22.describe()})")
+
+    started = time.monotonic()
+    apply_series(tree22.path, load(BACKPORT_SERIES))
+    timed("apply backport", started)
+    prefix = standalone_prefix(tree22.path)
+    if prefix is None:
+        raise WorkspaceError(f"{tree22.path}: no installed LLVM of its version")
+    started = time.monotonic()
+    doc = baseline.compare(tree22.path, prefix, paths.BUILD / "real-22", tree22.record)
+    timed("22.1.8 base + series: build, check-offload, check-offload-unit", started)
+    passed, failed, found = baseline.verdict(doc)
+    problems += found
+    for suite, entry in doc["suites"].items():
+        b, w = entry["base"]["counts"], entry["series"]["counts"]
+        lines.append(
+            f"{suite + ':':15} 22.1.8 base {b['pass']} passed, {b['fail']} failed, "
+            f"{b['unsupported']} unsupported; with the series {w['pass']} passed, "
+            f"{w['fail']} failed, {w['unsupported']} unsupported; "
+            f"{len(entry['regressions'])} regressions, "
+            f"{len(entry['series_tests'])} tests of the series"
+        )
+    lines.append(f"comparison:     {doc.get('file')}")
+
+    started = time.monotonic()
+    unit = mainroot.run_unittests(main)
+    timed("series unit tests against main", started)
+    passed += unit.passed
+    failed += unit.failed
+    problems += unit.problems
+    lines.append(
+        f"unit tests on main ({main.record.get('commit')}): {unit.passed} passed, "
+        f"{unit.failed} failed ({unit.results_file})"
+    )
+    mainroot.write_timings(timings)
+    for name, seconds in timings.items():
+        lines.append(f"  {seconds:7.1f} s  {name}")
+    return passed, failed, problems, lines
 
 
 def cmd_all(args: argparse.Namespace) -> int:

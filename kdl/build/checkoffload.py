@@ -132,8 +132,14 @@ def run_check_offload(
     lit_filter: str | None = None,
     jobs: int | None = None,
     results_dir: Path | None = None,
+    *,
+    target: str = "check-offload",
+    env: dict[str, str] | None = None,
 ) -> CheckOffloadResult:
-    """Run ``ninja -C DIR check-offload`` and collect its results."""
+    """Run ``ninja -C DIR TARGET`` (a lit suite) and collect its results.
+
+    *env* adds to the environment (``CHECK_OPENMP_ENV`` for a standalone
+    build); the results go to ``RESULTS_DIR/TARGET.{xml,json}``."""
     from kdl.build.llvm import default_build_dir
 
     build_dir = (build_dir or default_build_dir()).expanduser().resolve()
@@ -144,25 +150,24 @@ def run_check_offload(
             "run 'kdl build --llvm PATH' first"
         )
     query = proc.run(
-        ["ninja", "-C", str(build_dir), "-t", "query", "check-offload"], check=False
+        ["ninja", "-C", str(build_dir), "-t", "query", target], check=False
     )
     if query.returncode != 0:
         raise WorkspaceError(
-            f"{build_dir} has no check-offload target "
-            "(is offload in LLVM_ENABLE_RUNTIMES?)"
+            f"{build_dir} has no {target} target (is offload in LLVM_ENABLE_RUNTIMES?)"
         )
     results_dir.mkdir(parents=True, exist_ok=True)
-    xml_file = (results_dir / "check-offload.xml").resolve()
-    json_file = results_dir / "check-offload.json"
+    xml_file = (results_dir / f"{target}.xml").resolve()
+    json_file = results_dir / f"{target}.json"
     xml_file.unlink(missing_ok=True)
     lit_opts = shlex.split(os.environ.get("LIT_OPTS", ""))
     lit_opts += ["--xunit-xml-output", str(xml_file)]
     if jobs:
         lit_opts += ["-j", str(jobs)]
-    env = {"LIT_OPTS": shlex.join(lit_opts)}
+    env = {**(env or {}), "LIT_OPTS": shlex.join(lit_opts)}
     if lit_filter:
         env["LIT_FILTER"] = lit_filter
-    argv = ["ninja", "-C", str(build_dir), "check-offload"]
+    argv = ["ninja", "-C", str(build_dir), target]
     log.info(
         "running: %s %s",
         shlex.join(f"{k}={v}" for k, v in env.items()),

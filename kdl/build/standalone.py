@@ -57,7 +57,7 @@ def tree_version(llvm: Path) -> str | None:
 
 def installed_prefix(version: str) -> Path | None:
     """The installed LLVM of exactly *version* (Debian's /usr/lib/llvm-N)."""
-    prefix = Path(f"/usr/lib/llvm-{version.split('.')[0]}")
+    prefix = Path(f"/usr/lib/llvm-{version.split('.', maxsplit=1)[0]}")
     config = prefix / "bin" / "llvm-config"
     if not config.is_file():
         return None

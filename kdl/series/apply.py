@@ -30,6 +30,11 @@ from kdl.series.match import Match, PatchInfo, classify, failed_paths
 from kdl.series.model import Series
 from kdl.series.undo import Start, Undo, apply_lock, deferred_sigint
 
+#: What ``git am -3`` says when the index lines' blobs are not in the
+#: repository (git 2.39: "sha1 information is lacking or useless (PATH)";
+#: later: "Repository lacks necessary blobs to fall back on 3-way merge").
+NO_BLOBS = re.compile(r"lacks necessary blobs|sha1 information is lacking or useless")
+
 #: ``git am`` with every setting that could change the commits pinned.
 AM_ARGS = [
     "am",
@@ -358,9 +363,19 @@ def _conflict_message(
     stderr: str,
     undone: str,
 ) -> str:
-    lines = [
-        f"{info.name} does not apply to {base_label}: conflict in {', '.join(files)}"
-    ]
+    if NO_BLOBS.search(stderr):
+        # git's own line is a hint; say what happened and what to do.
+        lines = [
+            f"{info.name} does not apply to {base_label}: the context of "
+            f"{', '.join(files)} differs and this checkout lacks the patch's base "
+            "blobs for a 3-way merge (a one-commit tree or a shallow clone); "
+            "apply to a full clone with the recorded base commits"
+        ]
+    else:
+        lines = [
+            f"{info.name} does not apply to {base_label}: "
+            f"conflict in {', '.join(files)}"
+        ]
     recorded = {f.path: f.commit for f in info.patch.files}
     for path in files:
         commit = recorded.get(path, series.base_of(path))

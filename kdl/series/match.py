@@ -19,7 +19,9 @@ _DIFF = re.compile(rb"^diff --git a/\S+ b/(\S+)\n(new file mode )?", re.MULTILIN
 _FAILED = re.compile(
     r"(?:patch failed: (\S+):\d+|^error: (\S+): (?:does not exist in index|"
     r"already exists in (?:index|working directory)|patch does not apply)|"
-    r"Merge conflict in (\S+)|Applied patch to '(\S+)' with conflicts)",
+    r"Merge conflict in (\S+)|Applied patch to '(\S+)' with conflicts|"
+    r"sha1 information is lacking or useless \((\S+)\)|"
+    r"invalid object \d+ [0-9a-f]+ for '(\S+)')",
     re.MULTILINE,
 )
 

@@ -516,3 +516,31 @@ def test_second_ctrl_c_prints_the_way_back(
         git(llvm, *command[1:])
     assert git(llvm, "symbolic-ref", "--short", "HEAD").strip() == "main"
     assert git(llvm, "status", "--porcelain") == ""
+
+
+def test_a_tree_without_the_base_blobs_says_so(
+    capsys: pytest.CaptureFixture[str], llvm: Path, series: SeriesDir, tmp_path: Path
+) -> None:
+    """A one-commit tree (an unpacked tarball, a shallow clone) whose context
+    differs: one line that names the cause, not git's hint."""
+    commit_on_main(
+        llvm,
+        OFFLOAD_BINARY,
+        "/// A plain binary serialization of an offloading file.",
+        old="/// A simple binary serialization of an offloading file.",
+    )
+    one = tmp_path / "one-commit"
+    subprocess.run(["cp", "-a", str(llvm), str(one)], check=True, capture_output=True)
+    subprocess.run(["rm", "-rf", str(one / ".git")], check=True)
+    git(one, "init", "--quiet")
+    git(one, "add", "-A")
+    git(one, "commit", "--quiet", "-m", "one commit, from a tarball")
+    before = snapshot(one)
+    status, _, err = apply(capsys, one, series)
+    assert status == 1
+    first = err.splitlines()[0]
+    assert first.startswith(f"error: {P2} does not apply to ")
+    assert "lacks the patch's base blobs for a 3-way merge" in first
+    assert "(a one-commit tree or a shallow clone)" in first
+    assert "hint:" not in err
+    assert snapshot(one) == before

@@ -1,0 +1,170 @@
+"""Upstream's offload tests with the series and on its base, test by test.
+
+For a checkout whose version is an installed LLVM's (the 22.1.8 tree with
+the release/22.x backport applied), :func:`compare` builds offload
+standalone twice: the checkout as it is (the series) and its base, a sparse
+``git worktree`` of the commit ``kdl apply`` recorded as the branch's base
+(only the directories offload's build reads). It runs ``check-offload`` and
+``check-offload-unit`` in both, and compares every test: a test that passes
+on the base and does not pass with the series is a regression; a test only
+the series has is one of its own, and must pass (an unsupported one is a
+failure: the series' tests must run here). The result, with the tree's
+record, goes to ``results/real-trees/check-offload-<tree>.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kdl import paths, proc
+from kdl.build.checkoffload import run_check_offload
+from kdl.build.standalone import CHECK_OPENMP_ENV, StandaloneBuild, build_standalone
+from kdl.errors import WorkspaceError
+from kdl.series.checkout import Checkout
+
+log = logging.getLogger("kdl")
+
+#: What offload's standalone build reads of llvm-project.
+SPARSE_DIRS = ("offload", "openmp", "libc", "third-party", "cmake", "runtimes")
+SUITES = ("check-offload", "check-offload-unit")
+RESULTS = paths.RESULTS / "real-trees"
+
+
+def test_states(xml_file: Path) -> dict[str, str]:
+    """Every test of a lit xunit file: ``pass``, ``fail`` or ``unsupported``."""
+    states: dict[str, str] = {}
+    for case in ET.parse(xml_file).getroot().iter("testcase"):
+        name = f"{case.get('classname', '')}::{case.get('name', '')}"
+        skipped = case.find("skipped")
+        if case.find("failure") is not None or case.find("error") is not None:
+            states[name] = "fail"
+        elif skipped is None:
+            states[name] = "pass"
+        elif not skipped.get("message", "").startswith("Test not selected"):
+            states[name] = "unsupported"
+    return states
+
+
+def base_worktree(llvm: Path, base: str, where: Path) -> Path:
+    """A sparse worktree of *llvm* at *base* (reused when it is there)."""
+    with Checkout(llvm, require_llvm=False) as co:
+        if where.is_dir():
+            with Checkout(where, require_llvm=False) as wt:
+                if wt.head() == co.rev(base):
+                    return where
+            co.run("worktree", "remove", "--force", str(where))
+        co.run("worktree", "prune")
+        co.run("worktree", "add", "--no-checkout", "--detach", str(where), base)
+    with Checkout(where, require_llvm=False) as wt:
+        wt.run("sparse-checkout", "set", "--cone", *SPARSE_DIRS)
+        wt.run("checkout", "--quiet", "--detach", base)
+    return where
+
+
+@dataclass
+class SuiteRun:
+    states: dict[str, str]
+    seconds: float
+    returncode: int
+
+    def counts(self) -> dict[str, int]:
+        out = {"pass": 0, "fail": 0, "unsupported": 0}
+        for state in self.states.values():
+            out[state] += 1
+        return out
+
+
+def run_suite(build: StandaloneBuild, suite: str, results_dir: Path) -> SuiteRun:
+    result = run_check_offload(
+        build.offload,
+        results_dir=results_dir,
+        target=suite,
+        env={"CHECK_OPENMP_ENV": CHECK_OPENMP_ENV},
+    )
+    if not result.xml_file.is_file():
+        raise WorkspaceError(
+            f"{build.offload}: {suite} wrote no results (exit {result.returncode})"
+        )
+    return SuiteRun(test_states(result.xml_file), result.seconds, result.returncode)
+
+
+def diff_states(base: dict[str, str], series: dict[str, str]) -> dict[str, Any]:
+    """Regressions, fixes and the series' own tests between two runs."""
+    regressions = sorted(
+        t for t, s in base.items() if s == "pass" and series.get(t) != "pass"
+    )
+    fixed = sorted(
+        t for t, s in base.items() if s == "fail" and series.get(t) == "pass"
+    )
+    own = {t: s for t, s in sorted(series.items()) if t not in base}
+    return {
+        "regressions": regressions,
+        "fixed": fixed,
+        "series_tests": own,
+        "series_tests_not_passing": sorted(t for t, s in own.items() if s != "pass"),
+    }
+
+
+def compare(
+    llvm: Path, prefix: Path, build_root: Path, tree_record: dict[str, Any]
+) -> dict[str, Any]:
+    """Build base and series, run both suites on each, write the comparison."""
+    with Checkout(llvm) as co:
+        branch, meta = co.kdl_branch()
+        base = co.rev(meta.base)
+        head = co.head()
+    started = time.monotonic()
+    worktree = base_worktree(llvm, base, build_root / "base-src")
+    builds = {
+        "base": build_standalone(worktree, build_root / "base", prefix),
+        "series": build_standalone(llvm, build_root / "series", prefix),
+    }
+    doc: dict[str, Any] = {
+        "tree": tree_record,
+        "checkout": {"path": str(llvm), "branch": branch, "base": base, "head": head},
+        "series": meta.series,
+        "build_seconds": {k: b.steps for k, b in builds.items()},
+        "device_runtimes": builds["series"].device_runtimes,
+        "notes": builds["series"].notes,
+        "suites": {},
+    }
+    for suite in SUITES:
+        runs = {
+            k: run_suite(b, suite, build_root / k / "results")
+            for k, b in builds.items()
+        }
+        doc["suites"][suite] = {
+            **{
+                k: {"counts": r.counts(), "seconds": round(r.seconds, 1)}
+                for k, r in runs.items()
+            },
+            **diff_states(runs["base"].states, runs["series"].states),
+        }
+    doc["seconds"] = round(time.monotonic() - started, 1)
+    if not proc.DRY_RUN:
+        RESULTS.mkdir(parents=True, exist_ok=True)
+        out = RESULTS / f"check-offload-{tree_record.get('tree', llvm.name)}.json"
+        out.write_text(json.dumps(doc, indent=2) + "\n")
+        doc["file"] = str(out)
+    return doc
+
+
+def verdict(doc: dict[str, Any]) -> tuple[int, int, list[str]]:
+    """(tests passing with the series, failing ones, what went wrong)."""
+    passed = failed = 0
+    problems = []
+    for suite, entry in doc["suites"].items():
+        counts = entry["series"]["counts"]
+        passed += counts["pass"]
+        failed += counts["fail"]
+        for t in entry["regressions"]:
+            problems.append(f"{suite}: {t} passes on the base, not with the series")
+        for t in entry["series_tests_not_passing"]:
+            problems.append(f"{suite}: the series' own {t} did not pass")
+    return passed, failed, problems
