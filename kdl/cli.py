@@ -257,27 +257,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--seconds", type=int, default=60, metavar="N", help="how long [60]")
 
-    p = add(
-        "upstream-check",
-        "series.upstream:cmd_upstream_check",
-        "compile the series' C++ against upstream main's headers at the "
-        "recorded bases (needs the upstream cache)",
-    )
-    p.add_argument(
-        "--cache",
-        type=Path,
-        default=paths.ROOT / ".work" / "upstream",
-        metavar="DIR",
-        help="upstream files read at the recorded commits [.work/upstream]",
-    )
-    p.add_argument(
-        "--out",
-        type=Path,
-        default=paths.RESULTS / "upstream-check.json",
-        metavar="FILE",
-        help="where the results go [results/upstream-check.json]",
-    )
-
     # --- The two README commands ----------------------------------------------
     add(
         "all",

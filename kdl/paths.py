@@ -8,6 +8,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PATCHES = ROOT / "patches"
 SERIES = PATCHES / "series"
+#: Series v2, whose ranking library (FrontendOffloading's ImageRanking) the
+#: workspace's own tools still build against LLVM 22: the overlay, kdl-select,
+#: the shim, the fuzzer and the lit suite. Series v3 ranks inside the
+#: plugins' OffloadBinary loop instead (patches/release-22.x).
+RANKING_LIBRARY_SERIES = PATCHES / "versions" / "v2" / "series"
 #: The llvm-test-suite series (its own index, applied to llvm-test-suite).
 TEST_SUITE_SERIES = PATCHES / "test-suite" / "series"
 LLVM_TESTS = ROOT / "llvm-tests"

@@ -135,6 +135,7 @@ def cmd_all(args: argparse.Namespace) -> int:
     from kdl.build.overlay import build_overlay
 
     start = time.monotonic()
+    r_pass, r_fail, real_problems, real_lines = real_trees()
     overlay = build_overlay()
     unit = proc.run(_unittest_argv(overlay.unittests), check=False)
     lit = run_lit(overlay=overlay)
@@ -142,6 +143,8 @@ def cmd_all(args: argparse.Namespace) -> int:
     for line in problems:
         print(line)
     print()
+    for line in [*real_lines, *real_problems]:
+        print(line)
     print(f"overlay build:  {overlay.build_dir}")
     state = "passed" if unit.returncode == 0 else "FAILED"
     print(f"unit tests:     {UNITTEST_RESULTS} ({state})")
@@ -150,7 +153,8 @@ def cmd_all(args: argparse.Namespace) -> int:
         print(f"RFC draft:      {post}")
     print(f"RFC check:      {len(problems)} problems")
     print(f"done in {time.monotonic() - start:.0f} s")
-    return 0 if lit.ok and unit.returncode == 0 and not problems else 1
+    real_ok = not real_problems and r_fail == 0 and r_pass > 0
+    return 0 if lit.ok and unit.returncode == 0 and not problems and real_ok else 1
 
 
 def _step(name: str, argv: list[str]) -> bool:
@@ -213,6 +217,21 @@ def cmd_selftest(args: argparse.Namespace) -> int:
     ):
         ok = _step(name, argv)
         stage(name, ok, "clean" if ok else "problems above")
+    r_pass = r_fail = 0
+    if full:
+        print("\n=== the series on the real trees (main snapshot, 22.1.8)", flush=True)
+        try:
+            r_pass, r_fail, problems, lines = real_trees()
+        except WorkspaceError as exc:
+            problems, lines = [str(exc)], []
+        for line in [*lines, *problems]:
+            print(line)
+        stage(
+            "real trees",
+            not problems and r_fail == 0 and r_pass > 0,
+            f"{r_pass} passed, {r_fail} failed, {len(problems)} problems",
+        )
+
     print("\n=== overlay build", flush=True)
     overlay = build_overlay()
 
@@ -250,8 +269,8 @@ def cmd_selftest(args: argparse.Namespace) -> int:
         print(line)
     stage("rfc --check", not problems, f"{len(posts)} drafts, {len(problems)} problems")
 
-    passed = g_pass + p_pass + lit.passed
-    failed = g_fail + p_fail + p_skip + lit.failed + lit.unsupported
+    passed = g_pass + p_pass + lit.passed + r_pass
+    failed = g_fail + p_fail + p_skip + lit.failed + lit.unsupported + r_fail
     print()
     for line in stages.values():
         print(f"  {line}")

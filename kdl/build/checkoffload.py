@@ -204,6 +204,7 @@ def run_check_offload(
 #: Unit-test directories of the series and the gtest binary each builds.
 UNITTEST_BINARIES = {
     "llvm/unittests/Frontend/": "unittests/Frontend/LLVMFrontendTests",
+    "llvm/unittests/Object/": "unittests/Object/ObjectTests",
 }
 _GTEST_SUITE = re.compile(r"^\+\s*TEST(?:_F|_P)?\(\s*(\w+)\s*,", re.MULTILINE)
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kdl import paths, proc
-from kdl.build.configure import STAMP, half_configured
+from kdl.build.configure import STAMP
 from kdl.errors import UsageError, WorkspaceError
 from kdl.provenance import cmake_cache
 
@@ -233,12 +233,16 @@ def build_llvm(
     configure_seconds = None
     # A cache without build.ninja is a configure that stopped midway: cmake
     # runs again over it (it keeps what the user set) instead of ninja failing.
-    if (build_dir / "CMakeCache.txt").is_file() and not half_configured(build_dir):
+    reuse = (build_dir / "CMakeCache.txt").is_file()
+    if reuse:
         notes = existing_cache_notes(llvm, build_dir)
+        reuse = (build_dir / "build.ninja").is_file()
+    if reuse:
         for note in notes:
             print(f"note: existing cache in {build_dir}: {note}; not reconfigured")
         available = ninja_targets(build_dir)
     else:
+        notes = []
         started = time.monotonic()
         argv = configure_argv(llvm, build_dir)
         proc.run(argv, capture=False, mutating=True)

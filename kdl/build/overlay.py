@@ -176,7 +176,7 @@ def extract_series(
 
     Returns the ``PATCH: PATH`` entries of files that are not built here.
     """
-    the_series = the_series or load()
+    the_series = the_series or load(paths.RANKING_LIBRARY_SERIES)
     header = _installed_header(prefix or paths.default_llvm_prefix())
     stamp = src_dir / _STAMP
     fingerprint = _fingerprint(the_series, header)

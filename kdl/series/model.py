@@ -27,7 +27,7 @@ from pathlib import Path
 from kdl import paths
 from kdl.errors import FormatError
 
-_COMMIT = re.compile(r"^[0-9a-f]{40}$")
+_COMMIT = re.compile(r"^[0-9a-f]{12,40}$")
 _DIFF_GIT = re.compile(rb"^diff --git a/(\S+) b/(\S+)$", re.MULTILINE)
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from kdl import paths
 from kdl.build.checkoffload import run_check_offload
 from kdl.build.llvm import build_llvm
 from kdl.errors import UsageError, WorkspaceError
@@ -99,11 +100,11 @@ def test_needs_a_build_with_check_offload(tmp_path: Path) -> None:
 # --- the series' own tests -----------------------------------------------------------
 
 
-def _checkout_with_series_files(root: Path) -> Path:
+def _checkout_with_series_files(root: Path, series_file: Path | None = None) -> Path:
     """A tree holding every file the series touches (as after kdl apply)."""
     from kdl.series.model import load
 
-    for patch in load().patches:
+    for patch in load(series_file).patches:
         for f in patch.files:
             (root / f.path).parent.mkdir(parents=True, exist_ok=True)
             (root / f.path).write_text("")
@@ -117,6 +118,23 @@ def test_series_test_steps_follow_the_series(tmp_path: Path) -> None:
     llvm = _checkout_with_series_files(tmp_path / "llvm-project")
     build_dir = tmp_path / "build"
     steps = series_test_steps(load(), llvm, build_dir)
+    assert [s.argv for s in steps] == [
+        [
+            f"{build_dir}/unittests/Object/ObjectTests",
+            "--gtest_filter=ELFObjectFileNVPTXTest.*",
+        ],
+    ]
+
+
+def test_series_test_steps_of_unit_offload_and_mlir_tests(tmp_path: Path) -> None:
+    """Series v2 has all three kinds: gtest suites, offload unit tests, MLIR lit."""
+    from kdl.build.checkoffload import series_test_steps
+    from kdl.series.model import load
+
+    v2 = paths.RANKING_LIBRARY_SERIES
+    llvm = _checkout_with_series_files(tmp_path / "llvm-project", v2)
+    build_dir = tmp_path / "build"
+    steps = series_test_steps(load(v2), llvm, build_dir)
     assert [s.argv for s in steps] == [
         [
             f"{build_dir}/unittests/Frontend/LLVMFrontendTests",
@@ -144,7 +162,8 @@ def test_series_tests_need_the_series_applied(tmp_path: Path) -> None:
 def test_series_tests_run_and_a_failure_counts(tmp_path: Path) -> None:
     from kdl.build.checkoffload import run_series_tests
 
-    llvm = _checkout_with_series_files(tmp_path / "llvm-project")
+    v2 = paths.RANKING_LIBRARY_SERIES
+    llvm = _checkout_with_series_files(tmp_path / "llvm-project", v2)
     build_dir = tmp_path / "build"
     (build_dir / "unittests/Frontend").mkdir(parents=True)
     (build_dir / "bin").mkdir()
@@ -160,7 +179,9 @@ def test_series_tests_run_and_a_failure_counts(tmp_path: Path) -> None:
         tool = build_dir / rel
         tool.write_text(f'#!/bin/sh\necho "$0 $*" >> {log}\nexit {status}\n')
         tool.chmod(0o755)
-    ok, steps = run_series_tests(build_dir, results_dir=tmp_path / "results")
+    ok, steps = run_series_tests(
+        build_dir, series_file=v2, results_dir=tmp_path / "results"
+    )
     assert not ok
     assert [s.returncode for s in steps] == [0, 0, 1]
     ran = log.read_text().splitlines()

@@ -277,6 +277,28 @@ def test_existing_cache_is_respected(
 
 
 @needs_tools
+def test_a_configure_that_stopped_midway_is_redone(
+    capfd: pytest.CaptureFixture[str], fake_llvm: Path, tmp_path: Path
+) -> None:
+    """A cache without build.ninja (cmake killed while configuring) used to
+    make every later build fail in ninja ("loading 'build.ninja'")."""
+    build_dir = tmp_path / "build"
+    subprocess.run(
+        ["cmake", "-G", "Ninja", "-S", str(fake_llvm / "llvm"), "-B", str(build_dir)],
+        check=True,
+        capture_output=True,
+    )
+    (build_dir / "build.ninja").unlink()
+    capfd.readouterr()
+    assert build_fake(fake_llvm, build_dir, "-j", "1") == 0
+    out, _ = capfd.readouterr()
+    assert f"configured {build_dir} in" in out
+    assert (build_dir / "build.ninja").is_file()
+    assert build_fake(fake_llvm, build_dir, "-j", "1") == 0
+    assert f"used the existing configuration in {build_dir}" in capfd.readouterr().out
+
+
+@needs_tools
 def test_cache_of_another_tree_or_generator_is_refused(
     capfd: pytest.CaptureFixture[str], fake_llvm: Path, tmp_path: Path
 ) -> None:

@@ -39,18 +39,19 @@ def copy_series(tmp_path: Path) -> Path:
     """A copy of patches/ (series and patch files) that a test may edit."""
     dst = tmp_path / "patches"
     shutil.copytree(paths.PATCHES, dst)
-    return dst / "series"
+    return dst / "versions" / "v2" / "series"
 
 
 def test_extract_series(tmp_path: Path) -> None:
     src = tmp_path / "src"
     not_built = overlay.extract_series(src)
+    v2 = load(paths.RANKING_LIBRARY_SERIES)
     for rel in SERIES_CPP:
         assert (src / rel).is_file(), rel
     # No patch changes OffloadBinary.h, so the installed one is used as is.
     assert not (src / overlay.OFFLOAD_BINARY_H).exists()
     # Every file of every patch is either extracted or reported.
-    for patch in load().patches:
+    for patch in v2.patches:
         for f in patch.files:
             entry = f"{patch.name}: {f.path}"
             assert (src / f.path).is_file() != (entry in not_built), entry

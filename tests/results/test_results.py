@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import re
 import statistics
 import sys
 from types import ModuleType
@@ -35,7 +34,8 @@ def test_apply_bench_statistics_follow_the_samples() -> None:
         assert len(samples) == doc["runs"], command
         want = {"min": min(samples), "median": round(statistics.median(samples), 3)}
         assert doc["seconds"][command] == want, command
-    assert doc["patches"] == len(load().patches)
+    # Measured on series v2, the series when the bench ran.
+    assert doc["patches"] == len(load(paths.RANKING_LIBRARY_SERIES).patches)
 
 
 def _report_module(name: str = "clang_selection_report") -> ModuleType:
@@ -84,29 +84,6 @@ def test_runtime_select_follows_its_log() -> None:
     assert ran[("so-1", "llvm22")] == ["sm_90 cubin"]
     assert ran[("so-2", "llvm22")] == ["sm_90a cubin"]
     assert ran[("so-0", "llvm22")] == []
-
-
-def test_upstream_check_verdicts_follow_their_details() -> None:
-    doc = _load("upstream-check.json")
-    the_series = load()
-    bases = {}
-    for patch in the_series.patches:
-        for f in patch.files:
-            if re.search(r"\.(cpp|cc|cxx)$", f.path):
-                bases.setdefault(f.path, f.commit or "new")
-    assert {f["path"]: f["base"] for f in doc["files"]} == bases
-    for f in doc["files"]:
-        if f["passed"]:
-            assert f["diagnostics"] == [] and f["blocked_by"] is None, f["path"]
-        else:
-            assert f["diagnostics"], f["path"]
-            if f["blocked_by"]:
-                assert f"'{f['blocked_by']}' file not found" in f["diagnostics"][0]
-    # The ranking helpers themselves type-check against main's headers.
-    passed = {f["path"] for f in doc["files"] if f["passed"]}
-    assert "llvm/lib/Frontend/Offloading/ImageRanking.cpp" in passed
-    for entry in doc["cache"]:
-        assert entry["path"] and entry["repo"] and entry["commit"], entry
 
 
 def test_results_name_their_files() -> None:

@@ -287,7 +287,7 @@ def test_checker_needs_the_sidecar(tmp_path: Path) -> None:
 def test_checker_notices_a_changed_quote(tmp_path: Path) -> None:
     root = workspace(tmp_path)
     posts = _draft(root)
-    patch = next((root / "patches").glob("0004-*.patch"))
+    patch = next((root / "patches" / "versions" / "v2").glob("0004-*.patch"))
     patch.write_text(patch.read_text().replace("higher is preferred", "bigger wins"))
     problems = check.check_files([posts["metadata-vocabulary"]], root)
     assert any("differs from its source" in p for p in problems), problems
@@ -355,7 +355,9 @@ def test_rst_table_missing() -> None:
 
 
 def test_new_file_text_only_for_created_files() -> None:
-    patch = Patch(next((paths.ROOT / "patches").glob("0004-*.patch")))
+    patch = Patch(
+        next((paths.ROOT / "patches" / "versions" / "v2").glob("0004-*.patch"))
+    )
     text = patch.new_file_text(quotes.DOCS_PAGE)
     assert text is not None and "Selection keys" in text
     assert text.endswith("\n") and "\n+" not in text

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from kdl import trees
-from kdl.errors import UsageError, WorkspaceError
+from kdl.errors import UsageError
 from kdl.trees import common, sidroot
 
 

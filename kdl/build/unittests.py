@@ -1,0 +1,212 @@
+"""The series' LLVM-side unit tests, built against a real LLVM and run.
+
+Upstream's unit tests build inside an LLVM build tree; here the series'
+test files are compiled against an *installed* LLVM instead, with its own
+``clang++`` and ``llvm-config``, and linked against its static libraries:
+
+- LLVM main: the sid root of the ``main`` tree (main's binaries need its
+  glibc), every command run through ``chroot``;
+- LLVM 22.1.8: Debian's installed packages on this machine.
+
+A translation unit the series changes is compiled from its patched text and
+linked *ahead of* the static library that holds it, so the linker takes no
+archive member whose symbols are already defined. Main's sources are not
+packaged, so on main only the unpatched library can be tested: a test of a
+bug the series fixes must fail there, exactly in the cases the series names.
+The 22.1.8 tree has its sources: the backport's patched text is built and
+every case must pass, and the unpatched library must fail the same cases.
+
+googletest comes from the system (sid's or bookworm's libgtest-dev).
+``libLLVMTestingSupport`` (``ASSERT_THAT_EXPECTED``) is not packaged: its
+one source, ``llvm/lib/Testing/Support/Error.cpp``, is compiled from the
+22.1.8 tree, for both LLVMs (a stand-in named as such in the results).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kdl import paths, proc
+from kdl.errors import WorkspaceError
+
+log = logging.getLogger("kdl")
+
+RESULTS = paths.RESULTS / "real-trees"
+TESTING_SUPPORT = "llvm/lib/Testing/Support/Error.cpp"
+
+
+class Toolchain:
+    """An installed LLVM: its prefix, and the root it runs in (or none)."""
+
+    def __init__(self, name: str, prefix: Path, root: Path | None, work: Path) -> None:
+        self.name = name
+        self.prefix = prefix
+        self.root = root
+        #: Where files go, as this machine sees it.
+        self.work = work
+
+    def path(self, host: Path) -> str:
+        """*host* as the toolchain sees it (inside the root, if any)."""
+        return "/" + str(host.relative_to(self.root)) if self.root else str(host)
+
+    def run(self, argv: list[str], **kwargs: Any) -> Any:
+        if self.root:
+            argv = ["chroot", str(self.root), *argv]
+        return proc.run(argv, **kwargs)
+
+    def config(self, *args: str) -> list[str]:
+        out = self.run([str(self.prefix / "bin" / "llvm-config"), *args])
+        words = out.stdout.decode().split()
+        # The roots have libzstd.so.1 without the -dev symlink.
+        return ["-l:libzstd.so.1" if w == "-lzstd" else w for w in words]
+
+    def compile(self, source: Path, obj: Path, includes: list[Path]) -> None:
+        self.run(
+            [
+                str(self.prefix / "bin" / "clang++"),
+                *self.config("--cxxflags"),
+                # The libraries' build: RTTI on, assertions off.
+                "-O2",
+                "-DNDEBUG",
+                *[f"-I{self.path(i)}" for i in includes],
+                "-c",
+                self.path(source),
+                "-o",
+                self.path(obj),
+            ]
+        )
+
+    def link(self, objects: list[Path], out: Path, components: list[str]) -> None:
+        gtest = [f"/usr/lib/x86_64-linux-gnu/lib{n}.a" for n in ("gtest_main", "gtest")]
+        self.run(
+            [
+                str(self.prefix / "bin" / "clang++"),
+                "-fuse-ld=lld",
+                *[self.path(o) for o in objects],
+                *self.config("--ldflags"),
+                *self.config("--link-static", "--libs", *components),
+                *gtest,
+                *self.config("--link-static", "--system-libs", *components),
+                "-lpthread",
+                "-o",
+                self.path(out),
+            ]
+        )
+
+    def gtest(self, binary: Path) -> dict[str, str]:
+        """Every test of *binary*: ``pass``, ``fail`` or ``crash``, each run
+        in its own process (a crash ends only its own test)."""
+        listing = self.run([self.path(binary), "--gtest_list_tests"])
+        names, suite = [], ""
+        for line in listing.stdout.decode().splitlines():
+            if not line.startswith(" "):
+                suite = line.strip()
+            elif line.strip():
+                names.append(suite + line.split("#")[0].strip())
+        states = {}
+        for name in names:
+            rc = self.run(
+                [self.path(binary), f"--gtest_filter={name}"], check=False
+            ).returncode
+            states[name] = "pass" if rc == 0 else "fail" if rc == 1 else "crash"
+        return states
+
+
+@dataclass(frozen=True)
+class SeriesTest:
+    """A unit test file of the series and what it needs."""
+
+    name: str
+    #: The test's text (from the series' patch).
+    text: str
+    components: tuple[str, ...]
+    #: Tests that show the bug the series fixes: they fail without it.
+    fail_without: tuple[str, ...] = ()
+
+
+@dataclass
+class UnitRun:
+    passed: int = 0
+    failed: int = 0
+    problems: list[str] = field(default_factory=list)
+    runs: dict[str, dict[str, str]] = field(default_factory=dict)
+
+
+def build_and_run(
+    tc: Toolchain,
+    test: SeriesTest,
+    support: Path,
+    patched: list[Path],
+) -> dict[str, dict[str, str]]:
+    """The test against *tc*'s libraries, then (with *patched*) the series'."""
+    where = tc.work / test.name
+    shutil.rmtree(where, ignore_errors=True)
+    where.mkdir(parents=True)
+    source = where / f"{test.name}.cpp"
+    source.write_text(test.text)
+    objects = []
+    for src in [source, shutil.copy2(support, where / "TestingSupportError.cpp")]:
+        obj = Path(src).with_suffix(".o")
+        tc.compile(Path(src), obj, [])
+        objects.append(obj)
+    variants: dict[str, list[Path]] = {tc.name: []}
+    if patched:
+        extra = []
+        for unit in patched:
+            copy = where / f"patched-{unit.name}"
+            shutil.copy2(unit, copy)
+            tc.compile(copy, copy.with_suffix(".o"), [])
+            extra.append(copy.with_suffix(".o"))
+        variants[f"{tc.name}+series"] = extra
+    runs = {}
+    for variant, extra in variants.items():
+        binary = where / variant.replace("+", "-")
+        # The series' objects first: they replace the archive's members.
+        tc.link([*extra, *objects], binary, list(test.components))
+        runs[variant] = tc.gtest(binary)
+    return runs
+
+
+def judge(test: SeriesTest, runs: dict[str, dict[str, str]], base: str) -> UnitRun:
+    """Check both runs; count the series' run, or the bug shown where only
+    the unpatched library can be built."""
+    result = UnitRun(runs=runs)
+    unpatched = runs[base]
+    failing = sorted(n for n, s in unpatched.items() if s != "pass")
+    if failing != sorted(test.fail_without):
+        result.problems.append(
+            f"{test.name} on {base} as packaged: {', '.join(failing) or 'none'} "
+            f"failed; the series says {', '.join(test.fail_without) or 'none'}"
+        )
+    with_series = runs.get(f"{base}+series")
+    if with_series is None:  # main: the bug shown, one check per test
+        ok = not result.problems and bool(unpatched)
+        result.passed, result.failed = (len(unpatched), 0) if ok else (0, 1)
+        return result
+    for name, state in sorted(with_series.items()):
+        if state == "pass":
+            result.passed += 1
+        else:
+            result.failed += 1
+            result.problems.append(f"{test.name}: {name} {state}s with the series")
+    if not with_series:
+        result.problems.append(f"{test.name}: no test ran")
+    return result
+
+
+def write_results(name: str, doc: dict[str, Any]) -> Path:
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    out = RESULTS / name
+    out.write_text(json.dumps(doc, indent=2) + "\n")
+    return out
+
+
+def require(path: Path, what: str) -> Path:
+    if not path.is_file():
+        raise WorkspaceError(f"{path}: missing ({what})")
+    return path
