@@ -66,11 +66,11 @@ def real_trees() -> tuple[int, int, list[str], list[str]]:
     22.1.8 tree, builds offload standalone with and without it and runs
     upstream's check-offload and check-offload-unit on both
     (:func:`kdl.build.baseline.compare`); then builds the series' LLVM-side
-    unit tests against main's libLLVM in the sid root and runs them there
-    (:func:`kdl.build.mainroot.run_unittests`).
+    unit tests against main's libLLVM in the sid root, and against 22.1.8's
+    with the backport's sources (:func:`kdl.build.unittests.run_series_unittests`).
     """
     from kdl import trees
-    from kdl.build import baseline, mainroot
+    from kdl.build import baseline, unittests
     from kdl.build.llvm import standalone_prefix
     from kdl.series.apply import apply_series
     from kdl.series.model import load
@@ -92,7 +92,8 @@ def real_trees() -> tuple[int, int, list[str], list[str]]:
     lines.append(f"tree 22:        {tree22.path} ({tree22.describe()})")
 
     started = time.monotonic()
-    apply_series(tree22.path, load(BACKPORT_SERIES))
+    backport = load(BACKPORT_SERIES)
+    apply_series(tree22.path, backport)
     timed("apply backport", started)
     prefix = standalone_prefix(tree22.path)
     if prefix is None:
@@ -114,16 +115,17 @@ def real_trees() -> tuple[int, int, list[str], list[str]]:
     lines.append(f"comparison:     {doc.get('file')}")
 
     started = time.monotonic()
-    unit = mainroot.run_unittests(main)
-    timed("series unit tests against main", started)
-    passed += unit.passed
-    failed += unit.failed
-    problems += unit.problems
-    lines.append(
-        f"unit tests on main ({main.record.get('commit')}): {unit.passed} passed, "
-        f"{unit.failed} failed ({unit.results_file})"
-    )
-    mainroot.write_timings(timings)
+    units = unittests.run_series_unittests(main, tree22, load(), backport)
+    timed("series unit tests: main and 22.1.8", started)
+    for where, unit in units.items():
+        passed += unit.passed
+        failed += unit.failed
+        problems += unit.problems
+        lines.append(
+            f"unit tests, {where + ':':8} {unit.passed} passed, {unit.failed} failed"
+        )
+    lines.append(f"unit results:   {unittests.RESULTS / 'unittests.json'}")
+    unittests.write_results("timings.json", timings)
     for name, seconds in timings.items():
         lines.append(f"  {seconds:7.1f} s  {name}")
     return passed, failed, problems, lines

@@ -33,6 +33,8 @@ from typing import Any
 
 from kdl import paths, proc
 from kdl.errors import WorkspaceError
+from kdl.series.model import Series
+from kdl.trees.common import Tree
 
 log = logging.getLogger("kdl")
 
@@ -210,3 +212,118 @@ def require(path: Path, what: str) -> Path:
     if not path.is_file():
         raise WorkspaceError(f"{path}: missing ({what})")
     return path
+
+
+#: Unit-test directories of the series and the LLVM components they link.
+COMPONENTS = {"llvm/unittests/Object/": ("object",)}
+
+#: The tests that show a bug the series fixes: they fail on an LLVM without
+#: the fix (main's libLLVMObject at 7e3c57157096, and 22.1.8's).
+FAIL_WITHOUT = {
+    "ELFObjectFileNVPTXTest": (
+        "ELFObjectFileNVPTXTest.CPUNameABIV1",
+        "ELFObjectFileNVPTXTest.CPUNameABIV2",
+        "ELFObjectFileNVPTXTest.CPUNameUnknownSM",
+    ),
+}
+
+
+def series_tests(main_series: Series, backport: Series) -> list[SeriesTest]:
+    """The unit-test files the series adds; the backport must carry each one
+    byte for byte (a test fails if they drift)."""
+    tests = []
+    for patch in main_series.patches:
+        for f in patch.files:
+            component = next(
+                (c for d, c in COMPONENTS.items() if f.path.startswith(d)), None
+            )
+            if not (f.is_new and component and f.path.endswith(".cpp")):
+                continue
+            text = patch.new_file_text(f.path)
+            theirs = next(
+                (
+                    p.new_file_text(f.path)
+                    for p in backport.patches
+                    if f.path in p.diff_files()
+                ),
+                None,
+            )
+            if text is None or theirs != text:
+                raise WorkspaceError(
+                    f"{f.path}: the release/22.x backport does not carry the "
+                    "main series' text of this test"
+                )
+            name = Path(f.path).stem
+            tests.append(SeriesTest(name, text, component, FAIL_WITHOUT.get(name, ())))
+    return tests
+
+
+def changed_units(series: Series, tree: Path) -> list[Path]:
+    """The LLVM library sources the series changes, in *tree* (applied)."""
+    return [
+        require(tree / f.path, "the backport must be applied to the tree")
+        for p in series.patches
+        for f in p.files
+        if not f.is_new and f.path.startswith("llvm/lib/") and f.path.endswith(".cpp")
+    ]
+
+
+def run_series_unittests(
+    main: Tree, tree22: Tree, main_series: Series, backport: Series
+) -> dict[str, UnitRun]:
+    """The series' unit tests against main (bug shown) and 22.1.8 (fixed)."""
+    tests = series_tests(main_series, backport)
+    support = require(tree22.path / TESTING_SUPPORT, "LLVM's TestingSupport source")
+    toolchains = {
+        "main": Toolchain(
+            "main",
+            Path(main.record.get("prefix", "/usr/lib/llvm-24")),
+            main.path,
+            main.path / "tmp" / "kdl-unittests",
+        ),
+        "22.1.8": Toolchain(
+            "22.1.8", Path("/usr/lib/llvm-22"), None, paths.BUILD / "unittests-22"
+        ),
+    }
+    patched = {"main": [], "22.1.8": changed_units(backport, tree22.path)}
+    results: dict[str, UnitRun] = {}
+    for key, tc in toolchains.items():
+        total = UnitRun()
+        for test in tests:
+            one = judge(test, build_and_run(tc, test, support, patched[key]), tc.name)
+            total.passed += one.passed
+            total.failed += one.failed
+            total.problems += one.problems
+            total.runs.update({f"{test.name} {k}": v for k, v in one.runs.items()})
+        if not tests:
+            total.problems.append("the series adds no unit test")
+        results[key] = total
+    not_built = [
+        f.path
+        for p in main_series.patches
+        for f in p.files
+        if not f.is_new and f.path.endswith(".cpp")
+    ]
+    write_results(
+        "unittests.json",
+        {
+            "trees": {"main": main.record, "22": tree22.record},
+            "testing_support": f"{TESTING_SUPPORT} of the 22.1.8 tree (stand-in: "
+            "libLLVMTestingSupport is not packaged)",
+            "not_built_against_main": {
+                p: "main's sources are not packaged; built in the 22.1.8 tree"
+                for p in not_built
+            },
+            "fail_without": {t.name: list(t.fail_without) for t in tests},
+            "results": {
+                k: {
+                    "passed": r.passed,
+                    "failed": r.failed,
+                    "problems": r.problems,
+                    "runs": r.runs,
+                }
+                for k, r in results.items()
+            },
+        },
+    )
+    return results
