@@ -32,6 +32,10 @@ APT_PACKAGES = (
     "liboffload-22-dev",
     "libomp-22-dev",
     "libgtest-dev",
+    # ASSERT_THAT_EXPECTED's matchers: the series' unit tests built against 22.1.8.
+    "libgmock-dev",
+    # Makes the sid root of LLVM main (kdl tree main).
+    "debootstrap",
     "libbenchmark-dev",
     "clang-format-22",
     "libclang-rt-22-dev",

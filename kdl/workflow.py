@@ -93,6 +93,9 @@ def real_trees() -> tuple[int, int, list[str], list[str]]:
 
     started = time.monotonic()
     backport = load(BACKPORT_SERIES)
+    from kdl.trees.source import ensure_identity
+
+    ensure_identity(tree22.path)
     apply_series(tree22.path, backport)
     timed("apply backport", started)
     prefix = standalone_prefix(tree22.path)

@@ -31,7 +31,16 @@ from kdl.series.checkout import Checkout
 log = logging.getLogger("kdl")
 
 #: What offload's standalone build reads of llvm-project.
-SPARSE_DIRS = ("offload", "openmp", "libc", "third-party", "cmake", "runtimes")
+SPARSE_DIRS = (
+    "offload",
+    "openmp",
+    "libc",
+    "third-party",
+    "cmake",
+    "runtimes",
+    "llvm/cmake",
+    "llvm/utils/lit",
+)
 SUITES = ("check-offload", "check-offload-unit")
 RESULTS = paths.RESULTS / "real-trees"
 

@@ -84,7 +84,10 @@ class Toolchain:
         )
 
     def link(self, objects: list[Path], out: Path, components: list[str]) -> None:
-        gtest = [f"/usr/lib/x86_64-linux-gnu/lib{n}.a" for n in ("gtest_main", "gtest")]
+        gtest = [
+            f"/usr/lib/x86_64-linux-gnu/lib{n}.a"
+            for n in ("gtest_main", "gmock", "gtest")
+        ]
         self.run(
             [
                 str(self.prefix / "bin" / "clang++"),

@@ -180,7 +180,8 @@ class Series:
 
 def load(series_file: Path | None = None) -> Series:
     """Parse ``patches/series`` and check it against the patch files."""
-    series_file = series_file or paths.SERIES
+    # Absolute: git runs in the checkout, not where the user stands.
+    series_file = (series_file or paths.SERIES).absolute()
     where = str(series_file)
     try:
         lines = series_file.read_text().splitlines()

@@ -69,6 +69,17 @@ def is_current(tree_path: Path, pinned: dict[str, Any]) -> bool:
     )
 
 
+def ensure_identity(tree: Path) -> None:
+    """Commits in the workspace's own tree need an author: where git has
+    none configured, the tree gets kdl's (a user's checkout is never
+    touched: this is only called on the tree kdl made)."""
+    with Checkout(tree, require_llvm=False) as checkout:
+        status, out, _ = checkout.attempt("config", "user.email")
+        if status != 0 or not out.strip():
+            checkout.run("config", "user.name", COMMIT_ENV["GIT_AUTHOR_NAME"])
+            checkout.run("config", "user.email", COMMIT_ENV["GIT_AUTHOR_EMAIL"])
+
+
 def make(pinned: dict[str, Any]) -> common.Tree:
     """Make the source tree of the pinned release (reusing a current one)."""
     final = common.tree_dir("22")

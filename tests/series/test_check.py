@@ -48,6 +48,28 @@ def test_check_classifies_without_touching_anything(
     assert (llvm / ".git/index").read_bytes() == index
 
 
+def test_check_and_apply_take_a_relative_series_path(
+    capsys: pytest.CaptureFixture[str],
+    llvm: Path,
+    series: SeriesDir,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """git runs in the checkout: a --series path relative to where the user
+    stands used to make every patch 'fail'."""
+    monkeypatch.chdir(series.series.parent.parent)
+    relative = series.series.relative_to(series.series.parent.parent)
+    status, out, err = kdl(
+        capsys, "check", "--llvm", str(llvm), "--series", str(relative)
+    )
+    assert status == 0, out + err
+    assert "check: 3 of 3 patches apply with kdl apply" in out
+    status, out, err = kdl(
+        capsys, "apply", "--llvm", str(llvm), "--series", str(relative)
+    )
+    assert status == 0, out + err
+    assert f"{P3}: applied" in out
+
+
 def test_check_reports_failures_fuzz_and_applied(
     capsys: pytest.CaptureFixture[str], llvm: Path, series: SeriesDir
 ) -> None:
