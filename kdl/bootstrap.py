@@ -34,6 +34,9 @@ APT_PACKAGES = (
     "libgtest-dev",
     # ASSERT_THAT_EXPECTED's matchers: the series' unit tests built against 22.1.8.
     "libgmock-dev",
+    # LLVMSupport's link interface names zstd::libzstd_shared: offload's
+    # standalone build against the installed LLVM finds it through this.
+    "libzstd-dev",
     # Makes the sid root of LLVM main (kdl tree main).
     "debootstrap",
     "libbenchmark-dev",

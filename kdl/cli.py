@@ -217,6 +217,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--check-offload", action="store_true", help="also run ninja check-offload"
     )
+    p.add_argument(
+        "--llvm",
+        type=Path,
+        metavar="PATH",
+        help="with --check-offload: a checkout with the series applied whose "
+        "version is an installed LLVM's; builds it and its base standalone and "
+        "compares check-offload and check-offload-unit test by test",
+    )
     p.add_argument("--filter", metavar="REGEX", help="LIT_FILTER for both suites")
 
     p = add(

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import time
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
@@ -45,7 +46,7 @@ SUITES = ("check-offload", "check-offload-unit")
 RESULTS = paths.RESULTS / "real-trees"
 
 
-def test_states(xml_file: Path) -> dict[str, str]:
+def lit_states(xml_file: Path) -> dict[str, str]:
     """Every test of a lit xunit file: ``pass``, ``fail`` or ``unsupported``."""
     states: dict[str, str] = {}
     for case in ET.parse(xml_file).getroot().iter("testcase"):
@@ -100,7 +101,7 @@ def run_suite(build: StandaloneBuild, suite: str, results_dir: Path) -> SuiteRun
         raise WorkspaceError(
             f"{build.offload}: {suite} wrote no results (exit {result.returncode})"
         )
-    return SuiteRun(test_states(result.xml_file), result.seconds, result.returncode)
+    return SuiteRun(lit_states(result.xml_file), result.seconds, result.returncode)
 
 
 def diff_states(base: dict[str, str], series: dict[str, str]) -> dict[str, Any]:
@@ -136,7 +137,12 @@ def compare(
     }
     doc: dict[str, Any] = {
         "tree": tree_record,
-        "checkout": {"path": str(llvm), "branch": branch, "base": base, "head": head},
+        "checkout": {
+            "path": os.path.relpath(llvm, paths.ROOT),
+            "branch": branch,
+            "base": base,
+            "head": head,
+        },
         "series": meta.series,
         "build_seconds": {k: b.steps for k, b in builds.items()},
         "device_runtimes": builds["series"].device_runtimes,

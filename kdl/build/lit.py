@@ -289,9 +289,41 @@ def read_example(suite: Path) -> dict[str, Any] | None:
     return example
 
 
+def _check_offload_against_base(llvm: Path, build_dir: Path | None) -> bool:
+    """check-offload and check-offload-unit with the series and on its base,
+    built standalone against the installed LLVM of the checkout's version."""
+    from kdl.build.baseline import compare, verdict
+    from kdl.build.llvm import standalone_prefix
+
+    llvm = llvm.expanduser().resolve()
+    prefix = standalone_prefix(llvm)
+    if prefix is None:
+        raise UsageError(
+            f"{llvm}: no installed LLVM of its version; use --build-dir with "
+            "'kdl build --llvm --full'"
+        )
+    root = build_dir or paths.BUILD / f"baseline-{llvm.name}"
+    doc = compare(llvm, prefix, root.expanduser().resolve(), {"path": str(llvm)})
+    passed, failed, problems = verdict(doc)
+    for suite, entry in doc["suites"].items():
+        b, s = entry["base"]["counts"], entry["series"]["counts"]
+        print(
+            f"{suite}: base {b['pass']} passed, {b['fail']} failed, "
+            f"{b['unsupported']} unsupported; series {s['pass']} passed, "
+            f"{s['fail']} failed, {s['unsupported']} unsupported; "
+            f"{len(entry['series_tests'])} tests of the series"
+        )
+    for problem in problems:
+        print(f"FAIL: {problem}")
+    print(f"comparison: {doc.get('file')}")
+    return not problems and failed == 0 and passed > 0
+
+
 def cmd_test(args: argparse.Namespace) -> int:
-    """``kdl test [--build-dir DIR] [--check-offload] [--filter REGEX]``."""
+    """``kdl test [--build-dir DIR] [--check-offload [--llvm TREE]] [--filter RE]``."""
     build_dir: Path | None = args.build_dir
+    if args.check_offload and args.llvm is not None:
+        return 0 if _check_offload_against_base(args.llvm, build_dir) else 1
     lit = run_lit(build_dir=build_dir, filter=args.filter)
     print(f"\nllvm-tests: {lit.summary()}")
     print(f"lit results: {lit.results_file}")

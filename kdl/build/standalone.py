@@ -107,14 +107,6 @@ def omp_argv(llvm: Path, build: Path, prefix: Path) -> list[str]:
     ]
 
 
-def _zstd_args() -> list[str]:
-    """zstd without libzstd-dev: the runtime library and the system headers."""
-    lib = Path("/usr/lib/x86_64-linux-gnu/libzstd.so.1")
-    if Path("/usr/include/zstd.h").is_file() and lib.exists():
-        return [f"-Dzstd_LIBRARY={lib}", "-Dzstd_INCLUDE_DIR=/usr/include"]
-    return []
-
-
 def offload_argv(llvm: Path, build: Path, prefix: Path, libomp: Path) -> list[str]:
     return [
         "cmake",
@@ -131,7 +123,6 @@ def offload_argv(llvm: Path, build: Path, prefix: Path, libomp: Path) -> list[st
         "-DOFFLOAD_INCLUDE_TESTS=ON",
         f"-DOPENMP_LLVM_TOOLS_DIR={prefix / 'bin'}",
         f"-DLLVM_EXTERNAL_LIT={prefix / 'bin' / 'lit'}",
-        *_zstd_args(),
         # Debian's static libffi is not position-independent.
         "-DFFI_STATIC_LIBRARIES=OFF",
         f"-DLIBOMP_STANDALONE={libomp}",

@@ -198,7 +198,9 @@ def judge(test: SeriesTest, runs: dict[str, dict[str, str]], base: str) -> UnitR
             result.passed += 1
         else:
             result.failed += 1
-            result.problems.append(f"{test.name}: {name} {state}s with the series")
+            result.problems.append(
+                f"{test.name}: {name} did not pass with the series ({state})"
+            )
     if not with_series:
         result.problems.append(f"{test.name}: no test ran")
     return result

@@ -1,0 +1,73 @@
+"""The base comparison: lit's xunit read test by test, regressions and the
+series' own tests, and the sparse worktree of the base."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kdl.build.baseline import base_worktree, diff_states, lit_states
+from tests.llvm_tree import git
+
+XUNIT = """<?xml version="1.0" encoding="UTF-8"?>
+<testsuites>
+<testsuite name="libomptarget" tests="4">
+<testcase classname="libomptarget.x86_64.offloading" name="a.c" time="0.1"/>
+<testcase classname="libomptarget.x86_64.offloading" name="b.c" time="0.1">
+  <failure><![CDATA[boom]]></failure>
+</testcase>
+<testcase classname="libomptarget.nvptx64.offloading" name="c.c" time="0">
+  <skipped message="Unsupported configuration"/>
+</testcase>
+<testcase classname="libomptarget.x86_64.offloading" name="d.c" time="0">
+  <skipped message="Test not selected (--filter, ...)"/>
+</testcase>
+</testsuite>
+</testsuites>
+"""
+
+
+def test_states_of_every_test(tmp_path: Path) -> None:
+    xml = tmp_path / "x.xml"
+    xml.write_text(XUNIT)
+    assert lit_states(xml) == {
+        "libomptarget.x86_64.offloading::a.c": "pass",
+        "libomptarget.x86_64.offloading::b.c": "fail",
+        "libomptarget.nvptx64.offloading::c.c": "unsupported",
+    }
+
+
+def test_diff_names_regressions_fixes_and_the_series_tests() -> None:
+    base = {"a": "pass", "b": "fail", "c": "pass", "u": "unsupported"}
+    series = {
+        "a": "pass",
+        "b": "pass",
+        "c": "unsupported",
+        "u": "unsupported",
+        "new1": "pass",
+        "new2": "unsupported",
+    }
+    diff = diff_states(base, series)
+    assert diff["regressions"] == ["c"]
+    assert diff["fixed"] == ["b"]
+    assert diff["series_tests"] == {"new1": "pass", "new2": "unsupported"}
+    assert diff["series_tests_not_passing"] == ["new2"]
+
+
+def test_base_worktree_is_sparse_and_reused(isolated_git: Path, tmp_path: Path) -> None:
+    repo = tmp_path / "llvm-project"
+    for rel in ("offload/CMakeLists.txt", "openmp/x", "llvm/cmake/y", "clang/big"):
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text(rel)
+    git(repo, "init", "--quiet")
+    git(repo, "add", "-A")
+    git(repo, "commit", "--quiet", "-m", "base")
+    base = git(repo, "rev-parse", "HEAD").strip()
+    (repo / "offload/CMakeLists.txt").write_text("series")
+    git(repo, "commit", "--quiet", "-am", "series")
+    where = base_worktree(repo, base, tmp_path / "base-src")
+    assert (where / "offload/CMakeLists.txt").read_text() == "offload/CMakeLists.txt"
+    assert (where / "llvm/cmake/y").is_file()
+    assert not (where / "clang").exists()
+    stamp = (where / "openmp/x").stat().st_mtime_ns
+    assert base_worktree(repo, base, tmp_path / "base-src") == where
+    assert (where / "openmp/x").stat().st_mtime_ns == stamp
