@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# gpu/realrt/prepare.sh - here, without a GPU: what the real-runtime run needs.
+#
+# Needs what `kdl all` made: both trees, the 22.1.8 tree with the release/22.x
+# backport applied, and its standalone builds (build/real-22/{base,series}).
+# Builds the first-compatible-loop runtime (the backport up to 0002) beside
+# them, compiles gpu/kernels/marker.cu into cubins with nvcc, packs
+# containers with LLVM 22's llvm-offload-binary (format 1) and main's (format
+# 3, in the sid root), compiles the probe for both APIs, and fetches the .deb
+# files each run unpacks: .deb/22 (libllvm22) and .deb/main (main's
+# libllvm24, liboffload-24, sid's libxml2-16 and libz3-4).
+# Output: build/gpu-real/ (carried with .deb/22 or .deb/main).
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$ROOT"
+source gpu/common.sh
+OUT=build/gpu-real
+TREE=.work/trees/22
+MAIN=.work/trees/main
+SNAPSHOT=$(python3 -c 'import json; print(json.load(open("trees.json"))["main"]["version"])')
+rm -rf "$OUT"
+mkdir -p "$OUT"/lib/{base,loop,series} "$OUT"/img "$OUT"/bin
+
+# 1. The three 22.1.8 runtimes: no loop (the tree as released), #186088's
+#    first-compatible loop (the backport's 0002), the whole backport.
+git -C "$TREE" rev-parse --verify -q kdl/offload-ranked-selection-22 >/dev/null
+LOOP=$(git -C "$TREE" rev-parse kdl/offload-ranked-selection-22~1)
+.venv/bin/python - "$TREE" "$LOOP" <<'PY'
+import sys
+from pathlib import Path
+from kdl.build.baseline import base_worktree
+base_worktree(Path(sys.argv[1]).resolve(), sys.argv[2], Path("build/real-22/loop-src").resolve())
+PY
+.venv/bin/kdl build --llvm build/real-22/loop-src --build-dir build/real-22/loop
+for v in base loop series; do
+  cp build/real-22/$v/offload/libLLVMOffload.so.22.1 "$OUT/lib/$v/"
+done
+git -C "$TREE" log --format='%h %s' -3 kdl/offload-ranked-selection-22 >"$OUT/lib/COMMITS"
+echo "loop: $LOOP" >>"$OUT/lib/COMMITS"
+
+# 2. Images: one marker cubin per target, PTX, and an sm_90a cubin cut before
+#    its program headers (its section headers intact: the CUDA plugin accepts
+#    it, the driver cannot load it).
+for a in sm_80 sm_86 sm_90 sm_90a; do
+  nvcc -cubin -arch=$a -DKDL_MARKER="\"$a\"" -o "$OUT/img/$a.cubin" gpu/kernels/marker.cu
+done
+nvcc -ptx -arch=compute_80 -DKDL_MARKER='"compute_80"' -o "$OUT/img/compute_80.ptx" gpu/kernels/marker.cu
+python3 - "$OUT/img" <<'PY'
+import struct, sys
+from pathlib import Path
+img = Path(sys.argv[1])
+data = (img / "sm_90a.cubin").read_bytes()
+phoff = struct.unpack_from("<Q", data, 0x20)[0]
+(img / "broken-sm_90a.cubin").write_bytes(data[:phoff])
+PY
+
+# 3. Containers. ENTRY ARCH pairs; LLVM 22 writes one format-1 binary per
+#    image, main one format-3 binary of several entries.
+pack22() {
+  local out=$1; shift
+  local args=()
+  for e in "$@"; do
+    local file=${e%%:*} arch=${e##*:}
+    args+=("--image=file=$OUT/img/$file,triple=nvptx64-nvidia-cuda,arch=$arch,kind=openmp")
+  done
+  /usr/lib/llvm-22/bin/llvm-offload-binary -o "$OUT/img/$out" "${args[@]}"
+}
+packmain() {
+  local out=$1; shift
+  local args=() inside=/tmp/kdl-realrt
+  mkdir -p "$MAIN$inside"
+  for e in "$@"; do
+    local file=${e%%:*} arch=${e##*:}
+    cp "$OUT/img/$file" "$MAIN$inside/"
+    args+=("--image=file=$inside/$file,triple=nvptx64-nvidia-cuda,arch=$arch,kind=openmp")
+  done
+  chroot "$MAIN" /usr/lib/llvm-24/bin/llvm-offload-binary -o "$inside/$out" "${args[@]}"
+  cp "$MAIN$inside/$out" "$OUT/img/$out"
+}
+C80=sm_80.cubin:sm_80 C86=sm_86.cubin:sm_86 C90=sm_90.cubin:sm_90
+C90A=sm_90a.cubin:sm_90a BRK=broken-sm_90a.cubin:sm_90a PTX=compute_80.ptx:sm_80
+pack22 v1-80-90-90a.bin $C80 $C90 $C90A
+pack22 v1-90a-90-80.bin $C90A $C90 $C80
+pack22 v1-90-90a.bin $C90 $C90A
+pack22 v1-80.bin $C80
+pack22 v1-90-broken90a.bin $C90 $BRK
+pack22 v1-broken90a-90.bin $BRK $C90
+pack22 v1-ptx-90.bin $PTX $C90
+pack22 v1-80-ptx.bin $C80 $PTX
+packmain v3-80-90-90a.bin $C80 $C90 $C90A
+packmain v3-90-90a.bin $C90 $C90A
+packmain v3-90-broken90a.bin $C90 $BRK
+# The cost containers: the first compatible entry first, the best one last.
+pack22 cost-1.bin $C90A
+pack22 cost-4.bin $C90 $C80 $C86 $C90A
+many=($C90)
+for i in $(seq 1 31); do many+=($C80 $C86); done
+many+=($C90A)
+pack22 cost-64.bin "${many[@]}"
+
+# 4. The probe, for LLVM 22's API and main's.
+gcc -O2 -Wall -Wextra -Werror -I/usr/lib/llvm-22/include gpu/src/ol_choice.c \
+  -o "$OUT/bin/ol_choice-22" "$OUT/lib/series/libLLVMOffload.so.22.1"
+gcc -O2 -Wall -Wextra -Werror -DKDL_OL_MAIN -I"$MAIN/usr/lib/llvm-24/include" \
+  gpu/src/ol_choice.c -o "$OUT/bin/ol_choice-main" \
+  "$MAIN/usr/lib/llvm-24/lib/libLLVMOffload.so.24.0" \
+  -Wl,--unresolved-symbols=ignore-in-shared-libs
+
+# 5. The .deb files the runs unpack.
+mkdir -p .deb/22 .deb/main
+(cd .deb/22 && rm -f ./*.deb && apt-get download -qq libllvm22 libz3-4 2>/dev/null)
+mkdir -p "$MAIN/tmp/kdl-debs"
+chroot "$MAIN" sh -c "cd /tmp/kdl-debs && rm -f ./*.deb && apt-get download -qq \
+  libllvm24=$SNAPSHOT liboffload-24=$SNAPSHOT libxml2-16 libz3-4 2>/dev/null"
+rm -f .deb/main/*.deb
+cp "$MAIN"/tmp/kdl-debs/*.deb .deb/main/
+git describe --always --dirty >"$OUT/VERSION"
+python3 -c 'import json; print(json.dumps(json.load(open("trees.json"))))' >"$OUT/TREES"
+du -sh "$OUT" .deb/22 .deb/main

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# gpu/realrt/run.sh 22|main [PROCESSES] - on the GPU machine: which entry the
+# real runtimes load, and (22) what the ranking costs.
+#
+#   22:   LLVM 22.1.8's liboffload built from the tree three ways (base: as
+#         released; loop: #186088's first-compatible loop; series: the whole
+#         release/22.x backport), each over every image and container; then
+#         cold and warm olCreateProgram of the cost containers, loop against
+#         series, PROCESSES fresh processes each (default 20), interleaved,
+#         in two runs.
+#   main: LLVM main's own liboffload (Debian's snapshot) over every image.
+#
+# Carry build/gpu-real and .deb/22 or .deb/main. Writes $OUT/*.jsonl.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$ROOT"
+source gpu/common.sh
+MODE=${1:?usage: run.sh 22|main [PROCESSES]}
+PROCS=${2:-20}
+B=build/gpu-real
+OUT=${OUT:?set OUT to a directory}
+DEB=/tmp/kdl-rt-$MODE
+rm -rf "$DEB"
+mkdir -p "$DEB"
+for f in .deb/"$MODE"/*.deb; do dpkg-deb -x "$f" "$DEB"; done
+SYS="$DEB/usr/lib/x86_64-linux-gnu"
+kdl_device >"$OUT/device-$MODE.txt"
+cat "$B/VERSION" "$B/lib/COMMITS" >"$OUT/harness-$MODE.txt" 2>/dev/null || true
+IMAGES=("$B"/img/*.cubin "$B"/img/*.ptx "$B"/img/v1-*.bin "$B"/img/v3-*.bin)
+
+if [ "$MODE" = main ]; then
+  LD_LIBRARY_PATH="$DEB/usr/lib/llvm-24/lib:$SYS" \
+    "$B/bin/ol_choice-main" choice "${IMAGES[@]}" >"$OUT/choice-main.jsonl"
+  cat "$OUT/choice-main.jsonl"
+  exit 0
+fi
+
+libs() { echo "$ROOT/$B/lib/$1:$DEB/usr/lib/llvm-22/lib:$SYS"; }
+for v in base loop series; do
+  LD_LIBRARY_PATH=$(libs $v) "$B/bin/ol_choice-22" choice "${IMAGES[@]}" \
+    >"$OUT/choice-22-$v.jsonl"
+  echo "== $v"; cat "$OUT/choice-22-$v.jsonl"
+done
+# The Init debug line of the series names the entry and why (a Release build
+# prints it only with debug output compiled in: recorded whatever it says).
+LIBOMPTARGET_DEBUG=1 LD_LIBRARY_PATH=$(libs series) "$B/bin/ol_choice-22" \
+  choice "$B/img/v1-80-90-90a.bin" "$B/img/v1-90-broken90a.bin" \
+  >"$OUT/debug-series.txt" 2>&1 || true
+
+COST=("$B/img/sm_90a.cubin" "$B"/img/cost-{1,4,64}.bin)
+: >"$OUT/cost-22.jsonl"
+for run in 1 2; do
+  for i in $(seq 1 "$PROCS"); do
+    for f in "${COST[@]}"; do
+      for v in loop series; do
+        line=$( (LD_LIBRARY_PATH=$(libs $v) "$B/bin/ol_choice-22" cost "$f" 30 ||
+          true) | tr '\n' ' ')
+        echo "{\"run\": $run, \"process\": $i, \"variant\": \"$v\", \"result\": [${line// \{/, \{}]}" \
+          >>"$OUT/cost-22.jsonl"
+      done
+    done
+  done
+done
+wc -l "$OUT/cost-22.jsonl"
