@@ -162,8 +162,8 @@ static void choice(const char *Path) {
     Result = olGetSymbolInfo(Symbol, OL_SYMBOL_INFO_GLOBAL_VARIABLE_ADDRESS,
                              sizeof(Address), &Address);
   if (!Result)
-    Result = olMemcpy(NULL, Marker, KDL_HOST, Address, Device,
-                      sizeof(Marker) - 1);
+    Result =
+        olMemcpy(NULL, Marker, KDL_HOST, Address, Device, sizeof(Marker) - 1);
   printf(", \"created\": true, \"marker\": ");
   printString(Result ? "" : Marker);
   Result = touch(Program);
