@@ -44,7 +44,7 @@ done
 # The Init debug line of the series names the entry and why (a Release build
 # prints it only with debug output compiled in: recorded whatever it says).
 LIBOMPTARGET_DEBUG=1 LD_LIBRARY_PATH=$(libs series) "$B/bin/ol_choice-22" \
-  choice "$B/img/v1-80-90-90a.bin" "$B/img/v1-90-broken90a.bin" \
+  choice "$B/img/v1-80-90-90a.bin" "$B/img/v1-90-badtext90a.bin" \
   >"$OUT/debug-series.txt" 2>&1 || true
 
 COST=("$B/img/sm_90a.cubin" "$B"/img/cost-{1,4,64}.bin)
