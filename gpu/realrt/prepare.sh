@@ -38,11 +38,13 @@ done
 git -C "$TREE" log --format='%h %s' -3 kdl/offload-ranked-selection-22 >"$OUT/lib/COMMITS"
 echo "loop: $LOOP" >>"$OUT/lib/COMMITS"
 
-# 2. Images: one marker cubin per target, PTX, and two sm_90a cubins the
-#    CUDA plugin accepts (their ELF header says sm_90) but the driver is
-#    expected to refuse: one whose code section lies past the end of the
-#    file, one that is the sm_80 cubin relabelled sm_90a in e_flags. (A cubin
-#    cut before its program headers loads: the driver does not need them.)
+# 2. Images: one marker cubin per target, PTX, and an sm_90a cubin the
+#    CUDA plugin accepts (its ELF header says sm_90) but the driver is
+#    expected to refuse: the sm_80 cubin relabelled sm_90a in e_flags. (A
+#    cubin cut before its program headers loads: the driver does not need
+#    them; one whose code section lies past its end crashes the driver in
+#    LLVM 22's olIsValidBinary/olCreateProgram, so neither can show a
+#    failed load.)
 for a in sm_80 sm_86 sm_90 sm_90a; do
   nvcc -cubin -arch=$a -DKDL_MARKER="\"$a\"" -o "$OUT/img/$a.cubin" gpu/kernels/marker.cu
 done
@@ -51,16 +53,6 @@ python3 - "$OUT/img" <<'PY'
 import struct, sys
 from pathlib import Path
 img = Path(sys.argv[1])
-data = bytearray((img / "sm_90a.cubin").read_bytes())
-shoff, = struct.unpack_from("<Q", data, 0x28)
-shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x3A)
-names = struct.unpack_from("<Q", data, shoff + shstrndx * shentsize + 0x18)[0]
-for i in range(shnum):
-    sh = shoff + i * shentsize
-    name = data[names + struct.unpack_from("<I", data, sh)[0]:].split(b"\0")[0]
-    if name.startswith(b".text."):
-        struct.pack_into("<Q", data, sh + 0x18, len(data) + (1 << 20))
-(img / "badtext-sm_90a.cubin").write_bytes(bytes(data))
 relabel = bytearray((img / "sm_80.cubin").read_bytes())
 flags, = struct.unpack_from("<I", relabel, 0x30)
 want, = struct.unpack_from("<I", (img / "sm_90a.cubin").read_bytes(), 0x30)
@@ -92,20 +84,19 @@ packmain() {
   cp "$MAIN$inside/$out" "$OUT/img/$out"
 }
 C80=sm_80.cubin:sm_80 C86=sm_86.cubin:sm_86 C90=sm_90.cubin:sm_90
-C90A=sm_90a.cubin:sm_90a BAD=badtext-sm_90a.cubin:sm_90a
-REL=relabel-sm_90a.cubin:sm_90a PTX=compute_80.ptx:sm_80
+C90A=sm_90a.cubin:sm_90a REL=relabel-sm_90a.cubin:sm_90a
+PTX=compute_80.ptx:sm_80
 pack22 v1-80-90-90a.bin $C80 $C90 $C90A
 pack22 v1-90a-90-80.bin $C90A $C90 $C80
 pack22 v1-90-90a.bin $C90 $C90A
 pack22 v1-80.bin $C80
-pack22 v1-90-badtext90a.bin $C90 $BAD
-pack22 v1-badtext90a-90.bin $BAD $C90
 pack22 v1-90-relabel90a.bin $C90 $REL
+pack22 v1-relabel90a-90.bin $REL $C90
 pack22 v1-ptx-90.bin $PTX $C90
 pack22 v1-80-ptx.bin $C80 $PTX
 packmain v3-80-90-90a.bin $C80 $C90 $C90A
 packmain v3-90-90a.bin $C90 $C90A
-packmain v3-90-badtext90a.bin $C90 $BAD
+packmain v3-90-relabel90a.bin $C90 $REL
 # The cost containers: the first compatible entry first, the best one last.
 pack22 cost-1.bin $C90A
 pack22 cost-4.bin $C90 $C80 $C86 $C90A

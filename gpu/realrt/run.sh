@@ -28,23 +28,34 @@ kdl_device >"$OUT/device-$MODE.txt"
 cat "$B/VERSION" "$B/lib/COMMITS" >"$OUT/harness-$MODE.txt" 2>/dev/null || true
 IMAGES=("$B"/img/*.cubin "$B"/img/*.ptx "$B"/img/v1-*.bin "$B"/img/v3-*.bin)
 
+# choice PROBE LIBS OUTFILE: every image in a process of its own, so that a
+# crash (a driver reading a malformed image) is recorded, not fatal.
+choice() {
+  : >"$3"
+  for img in "${IMAGES[@]}"; do
+    if ! LD_LIBRARY_PATH=$2 "$B/bin/$1" choice "$img" >>"$3" 2>/dev/null; then
+      status=$?
+      grep -q "\"file\": \"$img\"" "$3" ||
+        echo "{\"file\": \"$img\", \"exit\": $status}" >>"$3"
+    fi
+  done
+  cat "$3"
+}
+
 if [ "$MODE" = main ]; then
-  LD_LIBRARY_PATH="$DEB/usr/lib/llvm-24/lib:$SYS" \
-    "$B/bin/ol_choice-main" choice "${IMAGES[@]}" >"$OUT/choice-main.jsonl"
-  cat "$OUT/choice-main.jsonl"
+  choice ol_choice-main "$DEB/usr/lib/llvm-24/lib:$SYS" "$OUT/choice-main.jsonl"
   exit 0
 fi
 
 libs() { echo "$ROOT/$B/lib/$1:$DEB/usr/lib/llvm-22/lib:$SYS"; }
 for v in base loop series; do
-  LD_LIBRARY_PATH=$(libs $v) "$B/bin/ol_choice-22" choice "${IMAGES[@]}" \
-    >"$OUT/choice-22-$v.jsonl"
-  echo "== $v"; cat "$OUT/choice-22-$v.jsonl"
+  echo "== $v"
+  choice ol_choice-22 "$(libs $v)" "$OUT/choice-22-$v.jsonl"
 done
 # The Init debug line of the series names the entry and why (a Release build
 # prints it only with debug output compiled in: recorded whatever it says).
 LIBOMPTARGET_DEBUG=1 LD_LIBRARY_PATH=$(libs series) "$B/bin/ol_choice-22" \
-  choice "$B/img/v1-80-90-90a.bin" "$B/img/v1-90-badtext90a.bin" \
+  choice "$B/img/v1-80-90-90a.bin" "$B/img/v1-90-relabel90a.bin" \
   >"$OUT/debug-series.txt" 2>&1 || true
 
 COST=("$B/img/sm_90a.cubin" "$B"/img/cost-{1,4,64}.bin)
