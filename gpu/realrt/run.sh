@@ -33,11 +33,10 @@ IMAGES=("$B"/img/*.cubin "$B"/img/*.ptx "$B"/img/v1-*.bin "$B"/img/v3-*.bin)
 choice() {
   : >"$3"
   for img in "${IMAGES[@]}"; do
-    if ! LD_LIBRARY_PATH=$2 "$B/bin/$1" choice "$img" >>"$3" 2>/dev/null; then
-      status=$?
-      grep -q "\"file\": \"$img\"" "$3" ||
-        echo "{\"file\": \"$img\", \"exit\": $status}" >>"$3"
-    fi
+    LD_LIBRARY_PATH=$2 "$B/bin/$1" choice "$img" >>"$3" 2>/dev/null && continue
+    status=$?
+    grep -q "\"file\": \"$img\"" "$3" ||
+      echo "{\"file\": \"$img\", \"exit\": $status}" >>"$3"
   done
   cat "$3"
 }
