@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# gpu/realrt/run.sh 22|main [PROCESSES] - on the GPU machine: which entry the
+# gpu/realrt/run.sh 22|main [PROCESSES [RUNS]] - on the GPU machine: which entry the
 # real runtimes load, and (22) what the ranking costs.
 #
 #   22:   LLVM 22.1.8's liboffload built from the tree three ways (base: as
@@ -7,7 +7,7 @@
 #         release/22.x backport), each over every image and container; then
 #         cold and warm olCreateProgram of the cost containers, loop against
 #         series, PROCESSES fresh processes each (default 20), interleaved,
-#         in two runs.
+#         in RUNS runs (default 2).
 #   main: LLVM main's own liboffload (Debian's snapshot) over every image.
 #
 # Carry build/gpu-real and .deb/22 or .deb/main. Writes $OUT/*.jsonl.
@@ -17,6 +17,7 @@ cd "$ROOT"
 source gpu/common.sh
 MODE=${1:?usage: run.sh 22|main [PROCESSES]}
 PROCS=${2:-20}
+RUNS=${3:-2}
 B=build/gpu-real
 OUT=${OUT:?set OUT to a directory}
 DEB=/tmp/kdl-rt-$MODE
@@ -59,7 +60,7 @@ LIBOMPTARGET_DEBUG=1 LD_LIBRARY_PATH=$(libs series) "$B/bin/ol_choice-22" \
 
 COST=("$B/img/sm_90a.cubin" "$B"/img/cost-{1,4,64}.bin)
 : >"$OUT/cost-22.jsonl"
-for run in 1 2; do
+for run in $(seq 1 "$RUNS"); do
   for i in $(seq 1 "$PROCS"); do
     for f in "${COST[@]}"; do
       for v in loop series; do
