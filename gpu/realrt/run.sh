@@ -48,6 +48,8 @@ if [ "$MODE" = main ]; then
 fi
 
 libs() { echo "$ROOT/$B/lib/$1:$DEB/usr/lib/llvm-22/lib:$SYS"; }
+# KDL_COST_ONLY=1: the cost section alone; KDL_COST_FILES: which images.
+if [ -z "${KDL_COST_ONLY:-}" ]; then
 for v in base loop series; do
   echo "== $v"
   choice ol_choice-22 "$(libs $v)" "$OUT/choice-22-$v.jsonl"
@@ -58,12 +60,18 @@ LIBOMPTARGET_DEBUG=1 LD_LIBRARY_PATH=$(libs series) "$B/bin/ol_choice-22" \
   choice "$B/img/v1-80-90-90a.bin" "$B/img/v1-90-relabel90a.bin" \
   >"$OUT/debug-series.txt" 2>&1 || true
 
-COST=("$B/img/sm_90a.cubin" "$B"/img/cost-{1,4,64}.bin)
+fi
+
+# The raw cubin is the same code path in both builds: the A/A control. The
+# two builds take turns going first, process by process.
+read -r -a COST <<<"${KDL_COST_FILES:-sm_90a.cubin cost-1.bin cost-4.bin cost-64.bin}"
 : >"$OUT/cost-22.jsonl"
 for run in $(seq 1 "$RUNS"); do
   for i in $(seq 1 "$PROCS"); do
-    for f in "${COST[@]}"; do
-      for v in loop series; do
+    order="loop series"
+    [ $((i % 2)) -eq 0 ] && order="series loop"
+    for f in "${COST[@]/#/$B/img/}"; do
+      for v in $order; do
         line=$( (LD_LIBRARY_PATH=$(libs $v) "$B/bin/ol_choice-22" cost "$f" 30 ||
           true) | tr '\n' ' ')
         echo "{\"run\": $run, \"process\": $i, \"variant\": \"$v\", \"result\": [${line// \{/, \{}]}" \
