@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 
 from kdl.errors import WorkspaceError
-from kdl.results import gpureport, rankingcost
+from kdl.results import gpureport, rankingcost, realruntimes
 
 
 def cmd_results(args: argparse.Namespace) -> int:
@@ -27,6 +27,10 @@ def cmd_results(args: argparse.Namespace) -> int:
         module = rankingcost if is_cost else gpureport
         print(module.import_raw(Path(args.raw)))
         return 0
-    for path in [*gpureport.write_report(), *rankingcost.write_report()]:
+    for path in [
+        *gpureport.write_report(),
+        *rankingcost.write_report(),
+        *realruntimes.write_report(),
+    ]:
         print(path)
     return 0

@@ -86,7 +86,7 @@ def compact(raw: Json) -> Json:
     }
 
 
-def _median_diff_ci(a: Sequence[float], b: Sequence[float]) -> list[float]:
+def median_diff_ci(a: Sequence[float], b: Sequence[float]) -> list[float]:
     """Bootstrap 95% CI of median(a) - median(b), both resampled."""
     rng = random.Random(BOOTSTRAP_SEED)
     a, b = sorted(a), sorted(b)
@@ -131,7 +131,7 @@ def summarize(raw: Json) -> Json:
         if name != "raw":
             entry["cold_added"] = {
                 "median": _round(percentile(sorted(values), 0.5) - base_median),
-                "ci95": _median_diff_ci(values, base),
+                "ci95": median_diff_ci(values, base),
             }
             if warm and cost["warm"].get("raw"):
                 raw_warm = cost["warm"]["raw"]["module_load_warm"]
@@ -140,7 +140,7 @@ def summarize(raw: Json) -> Json:
                         percentile(sorted(warm["module_load_warm"]), 0.5)
                         - percentile(sorted(raw_warm), 0.5)
                     ),
-                    "ci95": _median_diff_ci(warm["module_load_warm"], raw_warm),
+                    "ci95": median_diff_ci(warm["module_load_warm"], raw_warm),
                 }
         timings = [d["shim_timing"] for d in cost["cold"][name] if "shim_timing" in d]
         if timings:
@@ -210,7 +210,7 @@ def summarize_register(raw: Json) -> Json:
             percentile(sorted(totals["ranked"]), 0.5)
             - percentile(sorted(totals["bypass"]), 0.5)
         ),
-        "ci95": _median_diff_ci(totals["ranked"], totals["bypass"]),
+        "ci95": median_diff_ci(totals["ranked"], totals["bypass"]),
     }
     return out
 

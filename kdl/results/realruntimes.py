@@ -1,0 +1,205 @@
+"""The real runtimes on a GPU: which entry each loads, and what ranking costs.
+
+``gpu/realrt/run.sh`` writes JSON lines on the device machine; they are
+committed as they came back, in ``results/gpu/real-runtimes/``:
+
+- ``choice-main.jsonl``: LLVM main's own liboffload (Debian's snapshot);
+- ``choice-22-{base,loop,series}.jsonl``: LLVM 22.1.8 built from the tree
+  as released, with #186088's first-compatible loop (the backport's 0002),
+  and with the whole backport;
+- ``cost-22-*.jsonl``: cold and warm ``olCreateProgram``, loop against
+  series, one fresh process per sample.
+
+:func:`report` derives ``report.json`` and ``report.md`` from those files
+alone; CI regenerates both and fails on any difference, so neither can be
+edited by hand. Every figure names the card it was measured on.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+from typing import Any
+
+from kdl.errors import WorkspaceError
+from kdl.results.gpureport import RESULTS_GPU, _round, percentile
+from kdl.results.rankingcost import GOAL_FRACTION, GOAL_NS, median_diff_ci
+
+DIR = RESULTS_GPU / "real-runtimes"
+RUNTIMES = {
+    "main": "LLVM main 7e3c57157096 (Debian snapshot)",
+    "22-base": "22.1.8 as released",
+    "22-loop": "22.1.8 + #186088's loop",
+    "22-series": "22.1.8 + the series",
+}
+#: The raw cubin: the same code path in both builds, the A/A control.
+CONTROL = "sm_90a.cubin"
+
+Json = dict[str, Any]
+
+
+def _lines(path: Path) -> list[Json]:
+    try:
+        return [json.loads(line) for line in path.read_text().splitlines() if line]
+    except (OSError, ValueError) as exc:
+        raise WorkspaceError(f"{path}: not JSON lines ({exc})") from exc
+
+
+def _outcome(row: Json) -> str:
+    if "exit" in row:
+        return f"process died (exit {row['exit']})"
+    if not row.get("created"):
+        return f"refused: {row.get('error', '')}"
+    ran = "ran" if row.get("ran") else f"did not run: {row.get('run_error', '')}"
+    return f"loads {row.get('marker') or '?'}, {ran}"
+
+
+def choices(directory: Path) -> Json:
+    """Per image: olIsValidBinary and what each runtime loaded."""
+    table: dict[str, Json] = {}
+    for key in RUNTIMES:
+        path = directory / f"choice-{key}.jsonl"
+        for row in _lines(path):
+            name = Path(row["file"]).name
+            entry = table.setdefault(name, {})
+            entry[key] = {"valid": row.get("valid"), "outcome": _outcome(row)}
+    return dict(sorted(table.items()))
+
+
+def _cost_samples(path: Path) -> dict[tuple[str, str], dict[str, list[float]]]:
+    samples: dict[tuple[str, str], dict[str, list[float]]] = {}
+    for row in _lines(path):
+        result = row["result"]
+        if len(result) < 2 or "cold_us" not in result[1]:
+            raise WorkspaceError(f"{path}: a failed sample: {row}")
+        key = (Path(result[1]["file"]).name, row["variant"])
+        cell = samples.setdefault(key, {"cold": [], "warm": []})
+        cell["cold"].append(result[1]["cold_us"])
+        cell["warm"].append(statistics.median(result[1]["warm_us"]))
+    return samples
+
+
+def _stat(values: list[float]) -> Json:
+    ordered = sorted(values)
+    return {
+        "n": len(ordered),
+        "median": _round(statistics.median(ordered)),
+        "p5": _round(percentile(ordered, 0.05)),
+        "p95": _round(percentile(ordered, 0.95)),
+    }
+
+
+def costs(path: Path) -> Json:
+    """Loop against series per image: medians over processes, the series'
+    added time with a bootstrap CI, and the control's difference beside it."""
+    samples = _cost_samples(path)
+    out: Json = {}
+    for name in sorted({n for n, _ in samples}):
+        loop, series = samples[(name, "loop")], samples[(name, "series")]
+        out[name] = {
+            phase: {
+                "loop": _stat(loop[phase]),
+                "series": _stat(series[phase]),
+                "added_median": _round(
+                    statistics.median(series[phase]) - statistics.median(loop[phase])
+                ),
+                "added_ci95": median_diff_ci(series[phase], loop[phase]),
+            }
+            for phase in ("cold", "warm")
+        }
+    return out
+
+
+def verdict(cost: Json) -> str:
+    """The goal (ranking adds at most 5 us or 2% to a cold load of a 4-entry
+    container) against what the A/A control shows the method can resolve."""
+    four, control = cost.get("cost-4.bin"), cost.get(CONTROL)
+    if not four or not control:
+        return "not measured"
+    added = four["cold"]["added_ci95"]
+    allowed = max(GOAL_NS / 1000, GOAL_FRACTION * four["cold"]["loop"]["median"])
+    noise = control["cold"]["added_ci95"]
+    if added[1] <= allowed:
+        return "met"
+    if added[0] > allowed:
+        return "missed"
+    return (
+        f"not resolved: the 95% CI of what ranking adds ({added[0]:.1f} to "
+        f"{added[1]:.1f} us) spans the goal ({allowed:.1f} us), and the A/A "
+        f"control (the raw cubin, the same code in both builds) differs by "
+        f"{noise[0]:.1f} to {noise[1]:.1f} us"
+    )
+
+
+def report(directory: Path = DIR) -> Json:
+    device = (directory / "device-22.txt").read_text().strip()
+    doc: Json = {
+        "device": device,
+        "device_main": (directory / "device-main.txt").read_text().strip(),
+        "harness": (directory / "harness-22.txt").read_text().splitlines(),
+        "runtimes": RUNTIMES,
+        "choices": choices(directory),
+        "cost": {},
+    }
+    for path in sorted(directory.glob("cost-22-*.jsonl")):
+        name = path.stem.removeprefix("cost-22-")
+        cost = costs(path)
+        doc["cost"][name] = {"images": cost, "goal_4_entries": verdict(cost)}
+    return doc
+
+
+def _us(stat: Json) -> str:
+    return f"{stat['median']:.1f} us ({stat['p5']:.1f}-{stat['p95']:.1f})"
+
+
+def render_md(doc: Json) -> str:
+    lines = [
+        "# The real runtimes on a GPU",
+        "",
+        f"Card: {doc['device']} (main's run: {doc['device_main']}). Generated "
+        "by `kdl results report` from the JSON lines beside this file.",
+        "",
+        "## Which entry each runtime loads (`olCreateProgram`)",
+        "",
+        "| image | " + " | ".join(doc["runtimes"].values()) + " |",
+        "|---|" + "---|" * len(doc["runtimes"]),
+    ]
+    for name, row in doc["choices"].items():
+        cells = [row.get(k, {}).get("outcome", "-") for k in doc["runtimes"]]
+        lines.append(f"| `{name}` | " + " | ".join(cells) + " |")
+    for run, entry in doc["cost"].items():
+        lines += [
+            "",
+            f"## Cost of `olCreateProgram`, loop against series ({run})",
+            "",
+            "| image | phase | loop median (p5-p95) | series median (p5-p95) "
+            "| series adds (95% CI) | n |",
+            "|---|---|---|---|---|---|",
+        ]
+        for name, phases in entry["images"].items():
+            for phase, s in phases.items():
+                lo, hi = s["added_ci95"]
+                lines.append(
+                    f"| `{name}` | {phase} | {_us(s['loop'])} | {_us(s['series'])} "
+                    f"| {s['added_median']:.1f} us ({lo:.1f} to {hi:.1f}) "
+                    f"| {s['loop']['n']} |"
+                )
+        lines += ["", f"Goal, 4 entries, cold: {entry['goal_4_entries']}."]
+    return "\n".join(lines) + "\n"
+
+
+def generate(directory: Path = DIR) -> dict[str, str]:
+    doc = report(directory)
+    return {
+        "report.json": json.dumps(doc, indent=2) + "\n",
+        "report.md": render_md(doc),
+    }
+
+
+def write_report(directory: Path = DIR) -> list[Path]:
+    written = []
+    for name, text in generate(directory).items():
+        (directory / name).write_text(text)
+        written.append(directory / name)
+    return written

@@ -1,0 +1,49 @@
+"""The real runtimes' GPU results: the reports regenerate from the raw lines,
+and the raw lines say what the README and the RFC quote."""
+
+from __future__ import annotations
+
+from kdl.results import realruntimes
+
+DIR = realruntimes.DIR
+
+
+def test_reports_regenerate_from_the_raw_lines() -> None:
+    for name, text in realruntimes.generate().items():
+        assert (DIR / name).read_text() == text, f"{name} was edited by hand"
+
+
+def test_what_each_runtime_loads() -> None:
+    doc = realruntimes.report()
+    assert doc["device"].startswith("NVIDIA H200")
+    rows = doc["choices"]
+    containers = [n for n in rows if n.startswith(("v1-", "v3-"))]
+    for name in containers:
+        # Main's liboffload and 22.1.8 as released refuse every container.
+        for key in ("main", "22-base"):
+            assert rows[name][key]["outcome"].startswith("refused"), (name, key)
+    # The loop loads the first compatible entry, the series the best one.
+    for name, loop, series in (
+        ("v1-80-90-90a.bin", "sm_90", "sm_90a"),
+        ("v1-90-90a.bin", "sm_90", "sm_90a"),
+        ("v1-90a-90-80.bin", "sm_90a", "sm_90a"),
+        ("v1-ptx-90.bin", "sm_90", "sm_90"),
+    ):
+        assert rows[name]["22-loop"]["outcome"] == f"loads {loop}, ran"
+        assert rows[name]["22-series"]["outcome"] == f"loads {series}, ran"
+    # An image whose header lies loads and fails later: no fallback catches it.
+    assert rows["v1-90-relabel90a.bin"]["22-loop"]["outcome"] == "loads sm_90, ran"
+    assert "did not run" in rows["v1-90-relabel90a.bin"]["22-series"]["outcome"]
+    # 22.1.8 reads format 1 only; main writes format 3.
+    assert rows["v3-90-90a.bin"]["22-series"]["outcome"] == (
+        "refused: failed to read the offload binary"
+    )
+    # Raw PTX: olIsValidBinary says no, olCreateProgram JIT-loads it.
+    ptx = rows["compute_80.ptx"]["main"]
+    assert ptx["valid"] is False and ptx["outcome"] == "loads compute_80, ran"
+
+
+def test_the_cost_goal_is_not_claimed() -> None:
+    doc = realruntimes.report()
+    for run in doc["cost"].values():
+        assert run["goal_4_entries"].startswith("not resolved"), run
