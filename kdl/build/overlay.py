@@ -14,7 +14,8 @@ main has and LLVM 22 lacks comes from ``overlay/compat/``:
    unchanged file keeps its timestamp and ninja does not rebuild it. This
    step runs only when the series, a patch or the installed header changed.
 2. *Configure*: ``cmake -G Ninja`` only when the build directory has no
-   ``CMakeCache.txt``.
+   ``CMakeCache.txt`` for these sources, or a cache without ``build.ninja``
+   (a configure that stopped midway).
 3. *Build*: ``ninja`` (a no-op when nothing changed).
 """
 
@@ -210,9 +211,14 @@ def configured_for(build_dir: Path) -> Path | None:
 
 def _configure(build_dir: Path, src_dir: Path, prefix: Path) -> None:
     configured = configured_for(build_dir)
-    if configured is not None and configured.resolve() == paths.OVERLAY_SRC.resolve():
+    ours = (
+        configured is not None and configured.resolve() == paths.OVERLAY_SRC.resolve()
+    )
+    # A cache without build.ninja is a configure that stopped midway: cmake
+    # runs again instead of ninja failing on every later build.
+    if ours and (build_dir / "build.ninja").is_file():
         return
-    if configured is not None:
+    if configured is not None and not ours:
         # A workspace that was copied or moved: its cache would build the
         # other workspace's sources. The build directory is ours; start over.
         log.info(

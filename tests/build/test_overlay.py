@@ -213,3 +213,22 @@ def test_test_suite_series_is_clang_formatted(tmp_path: Path) -> None:
             paths.OVERLAY_SRC / "test-suite" / "OffloadMainAPI.h",
         ]
     )
+
+
+def test_a_configure_that_stopped_midway_is_redone(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cache for the overlay's sources but no build.ninja: cmake again."""
+    from kdl import proc
+
+    build_dir = tmp_path / "overlay"
+    build_dir.mkdir()
+    (build_dir / "CMakeCache.txt").write_text(
+        f"CMAKE_HOME_DIRECTORY:INTERNAL={paths.OVERLAY_SRC}\n"
+    )
+    monkeypatch.setattr(proc, "DRY_RUN", True)
+    overlay._configure(build_dir, tmp_path / "src", Path("/usr/lib/llvm-22"))
+    assert "would run: " in capsys.readouterr().out
+    (build_dir / "build.ninja").write_text("")
+    overlay._configure(build_dir, tmp_path / "src", Path("/usr/lib/llvm-22"))
+    assert capsys.readouterr().out == ""
