@@ -46,6 +46,16 @@ def _lines(path: Path) -> list[Json]:
         raise WorkspaceError(f"{path}: not JSON lines ({exc})") from exc
 
 
+def _short(row: Json) -> str:
+    """The outcome in a word or two, for a table cell."""
+    if "exit" in row:
+        return "process died"
+    if not row.get("created"):
+        return "refused"
+    marker = row.get("marker") or "?"
+    return marker if row.get("ran") else f"{marker}, kernel fails"
+
+
 def _outcome(row: Json) -> str:
     if "exit" in row:
         return f"process died (exit {row['exit']})"
@@ -63,7 +73,12 @@ def choices(directory: Path) -> Json:
         for row in _lines(path):
             name = Path(row["file"]).name
             entry = table.setdefault(name, {})
-            entry[key] = {"valid": row.get("valid"), "outcome": _outcome(row)}
+            entry[key] = {
+                "valid": row.get("valid"),
+                "outcome": _outcome(row),
+                "short": _short(row),
+                "error": row.get("error", row.get("run_error")),
+            }
     return dict(sorted(table.items()))
 
 

@@ -171,9 +171,10 @@ def test_dry_run_prints_the_request_without_the_key(
     assert "POST https://discourse.example.org/posts.json" in out
     assert "Api-Key: <redacted>" in out
     assert f"Api-Username: {USER}" in out
-    assert '"title": "[RFC][Offload] Selection keys for OffloadBinary entries"' in out
+    title = "[Draft, not proposed][Offload] Selection keys for OffloadBinary entries"
+    assert f'"title": "{title}"' in out
     assert '"category": 7' in out
-    assert "## Why" in out  # the raw body, as it would be sent
+    assert "## What an entry carries today" in out  # the raw body, as sent
 
 
 def test_dry_run_of_both_drafts_without_settings(
@@ -245,9 +246,12 @@ def test_post_really_sends(
     assert KEY not in captured.out + captured.err
     (req,) = server.requests
     body = req.json()
-    assert body["title"] == "[RFC][Offload] Selection keys for OffloadBinary entries"
+    assert (
+        body["title"]
+        == "[Draft, not proposed][Offload] Selection keys for OffloadBinary entries"
+    )
     assert body["category"] == 7
-    assert body["raw"].startswith("## Why")
+    assert body["raw"].startswith("*Not proposed until")
     assert (
         body["raw"] == (drafts / "metadata-vocabulary.md").read_text().split("\n", 2)[2]
     )
