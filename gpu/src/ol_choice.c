@@ -29,6 +29,8 @@
 
 #include <offload/OffloadAPI.h>
 
+#include "../../shim/tools/ReadFile.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,23 +71,6 @@ static double now(void) {
   struct timespec T;
   clock_gettime(CLOCK_MONOTONIC, &T);
   return T.tv_sec * 1e6 + T.tv_nsec / 1e3;
-}
-
-static char *readFile(const char *Path, size_t *Size) {
-  FILE *F = fopen(Path, "rb");
-  if (!F)
-    return NULL;
-  fseek(F, 0, SEEK_END);
-  long N = ftell(F);
-  rewind(F);
-  char *Data = N > 0 ? malloc(N) : NULL;
-  if (Data && fread(Data, 1, N, F) != (size_t)N) {
-    free(Data);
-    Data = NULL;
-  }
-  fclose(F);
-  *Size = N > 0 ? (size_t)N : 0;
-  return Data;
 }
 
 /* Prints S as a JSON string (the error details may hold anything). */

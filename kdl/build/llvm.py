@@ -291,11 +291,14 @@ def standalone_prefix(llvm: Path) -> Path | None:
 
 
 def _cmd_build_standalone(args: argparse.Namespace, prefix: Path) -> int:
-    from kdl.build.standalone import build_standalone, default_dir
+    from kdl.build.standalone import build_standalone, default_dir, tree_version
 
     llvm = args.llvm.expanduser().resolve()
     build_dir = (args.build_dir or default_dir(llvm)).expanduser().resolve()
-    print(f"{llvm} is LLVM {prefix.name}'s version: standalone build against {prefix}")
+    print(
+        f"{llvm} is LLVM {tree_version(llvm)}, as installed in {prefix}: "
+        "offload builds standalone against it (--full for the whole LLVM build)"
+    )
     built = build_standalone(llvm, build_dir, prefix, args.jobs)
     for note in built.notes:
         print(f"note: {note}")

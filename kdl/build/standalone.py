@@ -90,17 +90,24 @@ def _compilers(prefix: Path) -> list[str]:
     return [f"-DCMAKE_C_COMPILER={cc}", f"-DCMAKE_CXX_COMPILER={cxx}"]
 
 
-def omp_argv(llvm: Path, build: Path, prefix: Path) -> list[str]:
+def _cmake(source: Path, build: Path, prefix: Path) -> list[str]:
+    """A Release Ninja configure of *source* with the installed LLVM's clang."""
     return [
         "cmake",
         "-S",
-        str(llvm / "openmp"),
+        str(source),
         "-B",
         str(build),
         "-G",
         "Ninja",
         "-DCMAKE_BUILD_TYPE=Release",
         *_compilers(prefix),
+    ]
+
+
+def omp_argv(llvm: Path, build: Path, prefix: Path) -> list[str]:
+    return [
+        *_cmake(llvm / "openmp", build, prefix),
         "-DOPENMP_ENABLE_LIBOMPTARGET=OFF",
         "-DLIBOMP_OMPD_SUPPORT=OFF",
         f"-DOPENMP_LLVM_TOOLS_DIR={prefix / 'bin'}",
@@ -109,16 +116,8 @@ def omp_argv(llvm: Path, build: Path, prefix: Path) -> list[str]:
 
 def offload_argv(llvm: Path, build: Path, prefix: Path, libomp: Path) -> list[str]:
     return [
-        "cmake",
-        "-S",
-        str(llvm / "offload"),
-        "-B",
-        str(build),
-        "-G",
-        "Ninja",
-        "-DCMAKE_BUILD_TYPE=Release",
+        *_cmake(llvm / "offload", build, prefix),
         f"-DLLVM_DIR={prefix / 'lib' / 'cmake' / 'llvm'}",
-        *_compilers(prefix),
         f"-DLIBOMPTARGET_PLUGINS_TO_BUILD={PLUGINS}",
         "-DOFFLOAD_INCLUDE_TESTS=ON",
         f"-DOPENMP_LLVM_TOOLS_DIR={prefix / 'bin'}",
@@ -134,15 +133,7 @@ def devrtl_argv(llvm: Path, build: Path, prefix: Path, target: str) -> list[str]
     version = tree_version(llvm) or "0.0.0"
     major, minor, patch = version.split(".")
     return [
-        "cmake",
-        "-S",
-        str(llvm / "openmp"),
-        "-B",
-        str(build),
-        "-G",
-        "Ninja",
-        "-DCMAKE_BUILD_TYPE=Release",
-        *_compilers(prefix),
+        *_cmake(llvm / "openmp", build, prefix),
         f"-DCMAKE_ASM_COMPILER={prefix / 'bin' / 'clang'}",
         *[f"-DCMAKE_{lang}_COMPILER_TARGET={target}" for lang in ("C", "CXX", "ASM")],
         *[f"-DCMAKE_{lang}_COMPILER_WORKS=ON" for lang in ("C", "CXX", "ASM")],

@@ -801,13 +801,16 @@ def generate(raw_path: Path = RAW) -> dict[str, str]:
     }
 
 
-def write_report(raw_path: Path = RAW, out_dir: Path = RESULTS_GPU) -> list[Path]:
+def write_generated(out_dir: Path, files: dict[str, str]) -> list[Path]:
+    """Write each generated report *files* names into *out_dir*."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    written = []
-    for name, text in generate(raw_path).items():
+    for name, text in files.items():
         (out_dir / name).write_text(text)
-        written.append(out_dir / name)
-    return written
+    return [out_dir / name for name in files]
+
+
+def write_report(raw_path: Path = RAW, out_dir: Path = RESULTS_GPU) -> list[Path]:
+    return write_generated(out_dir, generate(raw_path))
 
 
 def cli(

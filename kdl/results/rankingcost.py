@@ -39,6 +39,7 @@ from kdl.results.gpureport import (
     percentile,
     resample_median,
     stat,
+    write_generated,
 )
 
 DIR = RESULTS_GPU / "ranking-cost"
@@ -481,11 +482,7 @@ def import_raw(src: Path, directory: Path = DIR) -> Path:
 
 
 def write_report(directory: Path = DIR) -> list[Path]:
-    written = []
-    for name, text in generate(directory).items():
-        (directory / name).write_text(text)
-        written.append(directory / name)
-    return written
+    return write_generated(directory, generate(directory))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

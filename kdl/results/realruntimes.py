@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from kdl.errors import WorkspaceError
-from kdl.results.gpureport import RESULTS_GPU, _round, percentile
+from kdl.results.gpureport import RESULTS_GPU, _round, percentile, write_generated
 from kdl.results.rankingcost import GOAL_FRACTION, GOAL_NS, median_diff_ci
 
 DIR = RESULTS_GPU / "real-runtimes"
@@ -213,8 +213,4 @@ def generate(directory: Path = DIR) -> dict[str, str]:
 
 
 def write_report(directory: Path = DIR) -> list[Path]:
-    written = []
-    for name, text in generate(directory).items():
-        (directory / name).write_text(text)
-        written.append(directory / name)
-    return written
+    return write_generated(directory, generate(directory))

@@ -21,6 +21,8 @@
 
 #include <offload/OffloadAPI.h>
 
+#include "ReadFile.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,23 +56,6 @@ static const char *backendName(ol_platform_backend_t Backend) {
   default:
     return "unknown";
   }
-}
-
-static char *readFile(const char *Path, size_t *Size) {
-  FILE *F = fopen(Path, "rb");
-  if (!F)
-    return NULL;
-  fseek(F, 0, SEEK_END);
-  long N = ftell(F);
-  rewind(F);
-  char *Data = N > 0 ? malloc(N) : NULL;
-  if (Data && fread(Data, 1, N, F) != (size_t)N) {
-    free(Data);
-    Data = NULL;
-  }
-  fclose(F);
-  *Size = N > 0 ? (size_t)N : 0;
-  return Data;
 }
 
 static void printError(const char *What, ol_result_t Result) {
