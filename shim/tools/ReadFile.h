@@ -1,5 +1,4 @@
-/*===- ReadFile.h - Read a whole file into memory, for the C probes
- * ---------===*
+/*===- ReadFile.h - Read a whole file into memory, for the C probes --------===*
  *
  * Part of the kdl project, under the Apache License v2.0 with LLVM Exceptions.
  * See https://llvm.org/LICENSE.txt for license information.
