@@ -113,7 +113,40 @@ gcc -O2 -Wall -Wextra -Werror -DKDL_OL_MAIN -I"$MAIN/usr/lib/llvm-24/include" \
   "$MAIN/usr/lib/llvm-24/lib/libLLVMOffload.so.24.0" \
   -Wl,--unresolved-symbols=ignore-in-shared-libs
 
-# 5. The .deb files the runs unpack.
+# 5. A clang-22 program through libomptarget: gpu/kernels/mark.cu built with
+#    -foffload-via-llvm for sm_90 and sm_90a (clang's own descriptor), and the
+#    same host object with the two cubins registered sm_90 first by
+#    llvm-offload-wrapper; both linked against the tree's libomp and
+#    libomptarget, whose base and series builds travel (the series does not
+#    change libomptarget: the run shows whether anything differs).
+L=/usr/lib/llvm-22/bin
+mkdir -p "$OUT"/omp/{base,series} "$OUT/mark" "$OUT/mark/lib"
+"$L/llvm-ar" rcs "$OUT/mark/lib/libompdevice.a"   # CUDA kernels need no device runtime
+FLAGS=(-x cuda -foffload-via-llvm --cuda-path=/usr/local/cuda -O2
+  -Xoffload-linker "-L$OUT/mark/lib")
+OMP=build/real-22/series/omp/runtime/src
+LINK=(-Lbuild/real-22/series/offload -lomptarget "-L$OMP" -lomp)
+"$L/clang++" "${FLAGS[@]}" --offload-arch=sm_90 --offload-arch=sm_90a \
+  gpu/kernels/mark.cu -o "$OUT/mark/mark" "${LINK[@]}"
+"$L/llvm-objdump" --offloading "$OUT/mark/mark" >"$OUT/mark/mark.offloading.txt"
+(cd "$OUT/mark" && "$L/llvm-offload-binary" mark \
+  --image=file=sm_90.cubin,arch=sm_90 --image=file=sm_90a.cubin,arch=sm_90a)
+for a in sm_90 sm_90a; do
+  "$L/llvm-offload-binary" -o "$OUT/mark/$a.bin" \
+    "--image=file=$OUT/mark/$a.cubin,triple=nvptx64-nvidia-cuda,arch=$a,kind=openmp"
+done
+"$L/clang++" "${FLAGS[@]}" --offload-arch=sm_90 --offload-host-only -c \
+  gpu/kernels/mark.cu -o "$OUT/mark/host.o"
+"$L/llvm-offload-wrapper" --kind=openmp --triple=x86_64-unknown-linux-gnu \
+  -o "$OUT/mark/wrap.bc" "$OUT/mark/sm_90.bin" "$OUT/mark/sm_90a.bin"
+"$L/clang++" -Wno-override-module -c "$OUT/mark/wrap.bc" -o "$OUT/mark/wrap.o"
+"$L/clang++" "$OUT/mark/host.o" "$OUT/mark/wrap.o" -o "$OUT/mark/mark-90-first" "${LINK[@]}"
+for v in base series; do
+  cp build/real-22/$v/offload/libomptarget.so.22.1 "$OUT/omp/$v/"
+  cp build/real-22/$v/omp/runtime/src/libomp.so "$OUT/omp/$v/"
+done
+
+# 6. The .deb files the runs unpack.
 mkdir -p .deb/22 .deb/main
 (cd .deb/22 && rm -f ./*.deb && apt-get download -qq libllvm22 libz3-4 2>/dev/null)
 mkdir -p "$MAIN/tmp/kdl-debs"

@@ -9,6 +9,8 @@
 #         series, PROCESSES fresh processes each (default 20), interleaved,
 #         in RUNS runs (default 2).
 #   main: LLVM main's own liboffload (Debian's snapshot) over every image.
+#   KDL_OMP_ONLY=1 with 22: a clang-22 program through libomptarget (base,
+#         series), its descriptor as clang made it and with sm_90 first.
 #
 # Carry build/gpu-real and .deb/22 or .deb/main. Writes $OUT/*.jsonl.
 set -euo pipefail
@@ -48,6 +50,17 @@ if [ "$MODE" = main ]; then
 fi
 
 libs() { echo "$ROOT/$B/lib/$1:$DEB/usr/lib/llvm-22/lib:$SYS"; }
+# omp: the clang-built programs through libomptarget, base and series.
+if [ "$MODE" = 22 ] && [ -n "${KDL_OMP_ONLY:-}" ]; then
+  for v in base series; do
+    for prog in mark mark-90-first; do
+      echo "== $prog $v"
+      LD_LIBRARY_PATH="$ROOT/$B/omp/$v:$(libs $v)" LIBOMPTARGET_INFO=4 \
+        "$B/mark/$prog" 2>&1 || true
+    done
+  done | tee "$OUT/omp-22.txt"
+  exit 0
+fi
 # KDL_COST_ONLY=1: the cost section alone; KDL_COST_FILES: which images.
 if [ -z "${KDL_COST_ONLY:-}" ]; then
 for v in base loop series; do
