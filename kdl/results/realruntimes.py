@@ -8,7 +8,9 @@ committed as they came back, in ``results/gpu/real-runtimes/``:
   as released, with #186088's first-compatible loop (the backport's 0002),
   and with the whole backport;
 - ``cost-22-*.jsonl``: cold and warm ``olCreateProgram``, loop against
-  series, one fresh process per sample.
+  series, one fresh process per sample;
+- ``omp-22.txt``: a clang-22 program through 22.1.8's libomptarget, built
+  with and without the series.
 
 :func:`report` derives ``report.json`` and ``report.md`` from those files
 alone; CI regenerates both and fails on any difference, so neither can be
@@ -18,6 +20,7 @@ edited by hand. Every figure names the card it was measured on.
 from __future__ import annotations
 
 import json
+import re
 import statistics
 from pathlib import Path
 from typing import Any
@@ -147,6 +150,22 @@ def verdict(cost: Json) -> str:
     )
 
 
+def openmp(directory: Path) -> Json:
+    """Which image a clang-22 program ran through libomptarget, per build."""
+    path = directory / "omp-22.txt"
+    ran: Json = {}
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise WorkspaceError(f"{path}: cannot read ({exc.strerror})") from exc
+    for block in re.split(r"^== ", text, flags=re.MULTILINE)[1:]:
+        head, _, body = block.partition("\n")
+        program, variant = head.split()
+        m = re.search(r"^ran image: (\S+)", body, re.MULTILINE)
+        ran.setdefault(program, {})[variant] = m.group(1) if m else "nothing"
+    return ran
+
+
 def report(directory: Path = DIR) -> Json:
     device = (directory / "device-22.txt").read_text().strip()
     doc: Json = {
@@ -155,6 +174,7 @@ def report(directory: Path = DIR) -> Json:
         "harness": (directory / "harness-22.txt").read_text().splitlines(),
         "runtimes": RUNTIMES,
         "choices": choices(directory),
+        "openmp": openmp(directory),
         "cost": {},
     }
     for path in sorted(directory.glob("cost-22-*.jsonl")):
@@ -183,6 +203,19 @@ def render_md(doc: Json) -> str:
     for name, row in doc["choices"].items():
         cells = [row.get(k, {}).get("outcome", "-") for k in doc["runtimes"]]
         lines.append(f"| `{name}` | " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        "## A clang-22 program through libomptarget",
+        "",
+        "`gpu/kernels/mark.cu`, `-foffload-via-llvm` for sm_90 and sm_90a: "
+        "`mark` as clang registers it, `mark-90-first` with sm_90 registered "
+        "first (llvm-offload-wrapper).",
+        "",
+        "| program | 22.1.8 | 22.1.8 + the series |",
+        "|---|---|---|",
+    ]
+    for program, ran in doc["openmp"].items():
+        lines.append(f"| `{program}` | {ran.get('base')} | {ran.get('series')} |")
     for run, entry in doc["cost"].items():
         lines += [
             "",

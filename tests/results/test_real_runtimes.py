@@ -47,3 +47,11 @@ def test_the_cost_goal_is_not_claimed() -> None:
     doc = realruntimes.report()
     for run in doc["cost"].values():
         assert run["goal_4_entries"].startswith("not resolved"), run
+
+
+def test_libomptarget_is_unchanged_by_the_series() -> None:
+    """Each image of a clang-built program is its own descriptor image: the
+    plugin's entry loop never sees them together, so the order decides."""
+    ran = realruntimes.report()["openmp"]
+    assert ran["mark"] == {"base": "sm_90a", "series": "sm_90a"}
+    assert ran["mark-90-first"] == {"base": "sm_90", "series": "sm_90"}
