@@ -322,8 +322,9 @@ def _check_offload_against_base(llvm: Path, build_dir: Path | None) -> bool:
 def cmd_test(args: argparse.Namespace) -> int:
     """``kdl test [--build-dir DIR] [--check-offload [--llvm TREE]] [--filter RE]``."""
     build_dir: Path | None = args.build_dir
-    if args.check_offload and args.llvm is not None:
-        return 0 if _check_offload_against_base(args.llvm, build_dir) else 1
+    llvm: Path | None = getattr(args, "llvm", None)
+    if args.check_offload and llvm is not None:
+        return 0 if _check_offload_against_base(llvm, build_dir) else 1
     lit = run_lit(build_dir=build_dir, filter=args.filter)
     print(f"\nllvm-tests: {lit.summary()}")
     print(f"lit results: {lit.results_file}")
