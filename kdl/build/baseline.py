@@ -18,13 +18,12 @@ import json
 import logging
 import os
 import time
-import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from kdl import paths, proc
-from kdl.build.checkoffload import run_check_offload
+from kdl.build.checkoffload import run_check_offload, xunit_cases
 from kdl.build.standalone import CHECK_OPENMP_ENV, StandaloneBuild, build_standalone
 from kdl.errors import WorkspaceError
 from kdl.series.checkout import Checkout
@@ -47,18 +46,13 @@ RESULTS = paths.RESULTS / "real-trees"
 
 
 def lit_states(xml_file: Path) -> dict[str, str]:
-    """Every test of a lit xunit file: ``pass``, ``fail`` or ``unsupported``."""
-    states: dict[str, str] = {}
-    for case in ET.parse(xml_file).getroot().iter("testcase"):
-        name = f"{case.get('classname', '')}::{case.get('name', '')}"
-        skipped = case.find("skipped")
-        if case.find("failure") is not None or case.find("error") is not None:
-            states[name] = "fail"
-        elif skipped is None:
-            states[name] = "pass"
-        elif not skipped.get("message", "").startswith("Test not selected"):
-            states[name] = "unsupported"
-    return states
+    """Every selected test of a lit xunit file: ``pass``, ``fail`` or
+    ``unsupported``, by ``classname::name``."""
+    return {
+        f"{case.get('classname', '')}::{case.get('name', '')}": state
+        for _, case, state in xunit_cases(xml_file)
+        if state != "excluded"
+    }
 
 
 def base_worktree(llvm: Path, base: str, where: Path) -> Path:

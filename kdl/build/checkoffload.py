@@ -21,6 +21,7 @@ import shlex
 import sys
 import time
 import xml.etree.ElementTree as ET
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -102,6 +103,25 @@ def checkout_of(build_dir: Path) -> dict[str, str | None]:
     return doc
 
 
+def xunit_cases(path: Path) -> Iterator[tuple[str, ET.Element, str]]:
+    """(suite name, testcase, state) of every test in a lit xunit file; the
+    state is ``pass``, ``fail``, ``unsupported`` or ``excluded`` (not
+    selected by ``LIT_FILTER``)."""
+    for suite in ET.parse(path).getroot().iter("testsuite"):
+        name = suite.get("name", "")
+        for case in suite.iter("testcase"):
+            skipped = case.find("skipped")
+            if case.find("failure") is not None or case.find("error") is not None:
+                state = "fail"
+            elif skipped is None:
+                state = "pass"
+            elif skipped.get("message", "").startswith("Test not selected"):
+                state = "excluded"
+            else:
+                state = "unsupported"
+            yield name, case, state
+
+
 def parse_xunit(path: Path) -> XunitCounts:
     """Count lit's xunit results; failing tests named ``suite :: dir/test``.
 
@@ -109,21 +129,18 @@ def parse_xunit(path: Path) -> XunitCounts:
     a directory whose name holds a dot comes back with a slash in it.
     """
     counts = XunitCounts()
-    for suite in ET.parse(path).getroot().iter("testsuite"):
-        name = suite.get("name", "")
-        for case in suite.iter("testcase"):
-            skipped = case.find("skipped")
-            if case.find("failure") is not None or case.find("error") is not None:
-                counts.failed += 1
-                where = case.get("classname", "").removeprefix(f"{name}.")
-                where = "" if where == name else where.replace(".", "/") + "/"
-                counts.failures.append(f"{name} :: {where}{case.get('name', '')}")
-            elif skipped is None:
-                counts.passed += 1
-            elif skipped.get("message", "").startswith("Test not selected"):
-                counts.excluded += 1
-            else:
-                counts.skipped += 1
+    for name, case, state in xunit_cases(path):
+        if state == "fail":
+            counts.failed += 1
+            where = case.get("classname", "").removeprefix(f"{name}.")
+            where = "" if where == name else where.replace(".", "/") + "/"
+            counts.failures.append(f"{name} :: {where}{case.get('name', '')}")
+        elif state == "pass":
+            counts.passed += 1
+        elif state == "excluded":
+            counts.excluded += 1
+        else:
+            counts.skipped += 1
     return counts
 
 

@@ -35,6 +35,7 @@ from kdl import paths, proc
 from kdl.errors import WorkspaceError
 from kdl.series.model import Series
 from kdl.trees.common import Tree
+from kdl.trees.sidroot import run_in
 
 log = logging.getLogger("kdl")
 
@@ -58,7 +59,7 @@ class Toolchain:
 
     def run(self, argv: list[str], **kwargs: Any) -> Any:
         if self.root:
-            argv = ["chroot", str(self.root), *argv]
+            return run_in(self.root, argv, **kwargs)
         return proc.run(argv, **kwargs)
 
     def config(self, *args: str) -> list[str]:
