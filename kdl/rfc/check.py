@@ -12,6 +12,9 @@ One problem per line, ``FILE:LINE: what``. Problems:
 * a link to ``#anchor`` that no heading provides;
 * broken Markdown (an unclosed code fence or ``[details]``, a table row with
   the wrong number of cells), more than two tables;
+* an upstream claim without its source: a PR named (``#N``) that the post
+  never links, or a quotation in a paragraph that names no PR and links
+  nothing;
 * prose outside the length of a Discourse RFC.
 """
 
@@ -54,6 +57,12 @@ _EXEMPT = re.compile(
     r"|\b\d+% CI\b",
     re.MULTILINE,
 )
+#: Upstream sources: a PR named in prose, a link to one, a quotation of four
+#: words or more, a paragraph.
+_PR_NUMBER = re.compile(r"(?<![\w/])#(\d{5,7})\b")
+_PR_LINK = re.compile(r"\]\(https://github\.com/llvm/llvm-project/pull/(\d+)\)")
+_QUOTATION = re.compile(r'"[^"\n]*(?:\s+[^"\s]+){3,}[^"\n]*"')
+_PARAGRAPH = re.compile(r"[^\n]+(?:\n[^\n]+)*")
 _NUMBER = re.compile(r"(?<![\w\-./])\d+(?:\.\d+)?(?!\w|\.\d)")
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$", re.MULTILINE)
 _ANCHOR = re.compile(r'<a\s+name="([^"]+)"')
@@ -179,6 +188,24 @@ def check_text(
         target = m.group("target")
         if target.startswith("#") and target[1:] not in anchors:
             problem(m.start(), f"link to {target}: no such heading")
+
+    # Upstream claims without a source: a PR named but never linked, and a
+    # quotation in a paragraph that names no PR and links nothing.
+    prose = _FENCE.sub(lambda m: " " * len(m.group(0)), masked)
+    linked = {int(n) for n in _PR_LINK.findall(text)}
+    for m in _PR_NUMBER.finditer(prose):
+        if int(m.group(1)) not in linked:
+            problem(m.start(), f"#{m.group(1)} is named but the post never links it")
+    for para in _PARAGRAPH.finditer(prose):
+        body = para.group(0)
+        if body.startswith("#") or _PR_NUMBER.search(body) or "](http" in body:
+            continue  # a heading, or a paragraph that names its source
+        for q in _QUOTATION.finditer(body):
+            problem(
+                para.start() + q.start(),
+                f"quotation {q.group(0)[:40]!r}... names no source in its "
+                "paragraph (a PR or a link)",
+            )
 
     # Numbers without a source.
     for pattern in (_INLINE_CODE, _LINK_TARGET, _URL, _EXEMPT):

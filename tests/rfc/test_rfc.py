@@ -457,3 +457,29 @@ def test_github_offline_keeps_recorded_states(
     # port 9 on loopback: nothing listens, the connection is refused
     _draft(workspace(tmp_path), github=True, github_base="http://127.0.0.1:9")
     assert any("GitHub not reachable" in r.getMessage() for r in caplog.records)
+
+
+# --- upstream claims need their source --------------------------------------------
+
+
+def test_a_pr_named_but_never_linked_fails(tmp_path: Path) -> None:
+    body = f"# T\n\n## A\n\n{PROSE} As #186088 does.\n"
+    problems = _checked(tmp_path, body)
+    assert any("#186088 is named but the post never links it" in p for p in problems)
+    linked = body.replace(
+        "As #186088 does.",
+        "As [#186088](https://github.com/llvm/llvm-project/pull/186088) does.",
+    )
+    assert _checked(tmp_path, linked) == []
+
+
+def test_an_unsourced_quotation_fails(tmp_path: Path) -> None:
+    quote = '"the first one we find, which might not be optimal"'
+    body = f"# T\n\n## A\n\n{PROSE}\n\nA reviewer wrote {quote}.\n"
+    (problem,) = _checked(tmp_path, body)
+    assert "names no source in its paragraph" in problem
+    sourced = body.replace(
+        "A reviewer wrote",
+        "[#139147](https://github.com/llvm/llvm-project/pull/139147) says",
+    )
+    assert _checked(tmp_path, sourced) == []
