@@ -5,9 +5,12 @@ Builds ``overlay/fuzz/ImageRankingFuzzer.cpp`` with the series'
 ``ImageRanking.cpp`` (as the overlay build extracts it), the plugins'
 acceptance model and the container reader the shim and kdl-select share,
 using clang 22 with ``-fsanitize=fuzzer,address,undefined``; seeds a fresh
-corpus with the files the lit suite packed (every ``*.bin``, ``*.cubin`` and
-``*.so`` under the lit output directory), and runs it for a bounded time. A
-finding is a failure; its reproducer stays in ``build/fuzz/``.
+corpus with the committed OffloadBinary fixtures (``tests/data/offload/*.bin``:
+versions 1 and 2, and version 3 as LLVM main writes it, uncompressed, zstd and
+zlib, which the lit suite does not pack) and the files the lit suite packed
+(every ``*.bin``, ``*.cubin`` and ``*.so`` under the lit output directory),
+and runs it for a bounded time. A finding is a failure; its reproducer stays
+in ``build/fuzz/``.
 """
 
 from __future__ import annotations
@@ -25,8 +28,12 @@ log = logging.getLogger("kdl")
 FUZZ_DIR = paths.BUILD / "fuzz"
 SOURCE = paths.OVERLAY_SRC / "fuzz" / "ImageRankingFuzzer.cpp"
 SEED_PATTERNS = ("*.bin", "*.cubin", "*.so")
-#: At most this many seeds, the smallest first (libFuzzer reads them all).
+#: At most this many seeds from the lit suite, the smallest first (libFuzzer
+#: reads them all).
 MAX_SEEDS = 200
+#: Seeded whatever the lit suite packed: the only version 3 inputs (the lit
+#: suite packs with LLVM 22, which writes version 1).
+FIXTURE_SEEDS = paths.ROOT / "tests" / "data" / "offload"
 
 
 def build_fuzzer(src_dir: Path, out: Path) -> Path:
@@ -63,8 +70,11 @@ def build_fuzzer(src_dir: Path, out: Path) -> Path:
     return out
 
 
-def seed_corpus(corpus: Path, lit_root: Path) -> int:
-    """A fresh corpus of the files the lit suite packed; returns their count."""
+def seed_corpus(
+    corpus: Path, lit_root: Path, fixtures: Path = FIXTURE_SEEDS
+) -> tuple[int, int]:
+    """A fresh corpus of the files the lit suite packed and the committed
+    OffloadBinary fixtures; returns how many of each."""
     if corpus.exists():
         shutil.rmtree(corpus)
     corpus.mkdir(parents=True)
@@ -74,7 +84,10 @@ def seed_corpus(corpus: Path, lit_root: Path) -> int:
     )[:MAX_SEEDS]
     for i, seed in enumerate(seeds):
         shutil.copyfile(seed, corpus / f"seed-{i:03d}{seed.suffix}")
-    return len(seeds)
+    fixed = sorted(p for p in fixtures.glob("*.bin") if p.is_file())
+    for seed in fixed:
+        shutil.copyfile(seed, corpus / f"fixture-{seed.name}")
+    return len(seeds), len(fixed)
 
 
 def run_fuzz(seconds: int) -> bool:
@@ -84,12 +97,19 @@ def run_fuzz(seconds: int) -> bool:
     overlay = build_overlay(report=False)
     tool = build_fuzzer(overlay.build_dir / "src", FUZZ_DIR / "image-ranking-fuzzer")
     lit_root = paths.BUILD / "llvm-tests"
-    count = seed_corpus(FUZZ_DIR / "corpus", lit_root)
+    count, fixed = seed_corpus(FUZZ_DIR / "corpus", lit_root)
     if count == 0:
         raise WorkspaceError(
             f"{lit_root}: no seeds (run the lit suite first: kdl test)"
         )
-    log.info("fuzz: %d seeds from %s, %d s", count, lit_root, seconds)
+    log.info(
+        "fuzz: %d seeds from %s, %d from %s, %d s",
+        count,
+        lit_root,
+        fixed,
+        FIXTURE_SEEDS,
+        seconds,
+    )
     result = proc.run(
         [
             tool,

@@ -12,11 +12,13 @@
 #include "llvm/BinaryFormat/Magic.h"
 #include "llvm/Object/ELFObjectFile.h"
 #include "llvm/Object/ObjectFile.h"
+#include "llvm/Support/Compression.h"
 #include "llvm/Support/Endian.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/MathExtras.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <cstring>
 
 using namespace llvm;
@@ -35,6 +37,7 @@ static constexpr uint64_t StringEntrySizeV2 = 24;
 static uint64_t read64(const char *P) { return support::endian::read64le(P); }
 static uint32_t read32(const char *P) { return support::endian::read32le(P); }
 static uint16_t read16(const char *P) { return support::endian::read16le(P); }
+static void write64(char *P, uint64_t V) { support::endian::write64le(P, V); }
 
 bool isOffloadBinary(StringRef Data) {
   return Data.size() >= sizeof(Magic) &&
@@ -66,23 +69,42 @@ static void setKey(OffloadEntry &E, StringRef Key, StringRef Value) {
     E.Keys.RequiresFeatures = Value;
 }
 
-/// Reads entry \p I of the binary \p Bin, whose entry table starts at
-/// \p EntriesOffset.
-static Error readEntry(StringRef Bin, uint64_t Base, uint64_t EntriesOffset,
-                       uint64_t I, uint64_t StringEntrySize, int Source,
+namespace {
+/// One binary being read: its bytes, where it starts in the caller's buffer
+/// (for errors), and for an inflated binary the storage its bytes are in.
+struct Binary {
+  StringRef Bytes;
+  uint64_t Base;
+  int Source;
+  std::shared_ptr<const MemoryBuffer> Storage;
+  /// Said before an error inside an inflated binary, whose offsets are not
+  /// the caller's.
+  StringRef Note;
+
+  Error malformed(const Twine &What) const {
+    return kdl::malformed(Base, Note + What);
+  }
+};
+} // namespace
+
+/// Reads entry \p I of \p B, whose entry table starts at \p EntriesOffset.
+static Error readEntry(const Binary &B, uint64_t EntriesOffset, uint64_t I,
+                       uint64_t StringEntrySize,
                        std::vector<OffloadEntry> &Out) {
+  StringRef Bin = B.Bytes;
   const char *P = Bin.data() + EntriesOffset + I * EntrySize;
   uint64_t StringOffset = read64(P + 8), NumStrings = read64(P + 16);
   uint64_t ImageOffset = read64(P + 24), ImageSize = read64(P + 32);
   if (StringOffset > Bin.size() ||
       NumStrings > (Bin.size() - StringOffset) / StringEntrySize)
-    return malformed(Base, "string table outside the binary");
+    return B.malformed("string table outside the binary");
   if (ImageOffset > Bin.size() || ImageSize > Bin.size() - ImageOffset)
-    return malformed(Base, "image outside the binary");
+    return B.malformed("image outside the binary");
   OffloadEntry E;
   E.Index = Out.size();
-  E.Source = Source;
+  E.Source = B.Source;
   E.InBinary = true;
+  E.Storage = B.Storage;
   E.Image = Bin.substr(ImageOffset, ImageSize);
   E.ImageKind = static_cast<ImageKind>(read16(P));
   E.OffloadKind = static_cast<OffloadKind>(read16(P + 2));
@@ -93,19 +115,96 @@ static Error readEntry(StringRef Bin, uint64_t Base, uint64_t EntriesOffset,
     const char *SE = Bin.data() + StringOffset + S * StringEntrySize;
     uint64_t KeyOffset = read64(SE), ValueOffset = read64(SE + 8);
     if (KeyOffset >= Bin.size() || ValueOffset >= Bin.size())
-      return malformed(Base, "string outside the binary");
+      return B.malformed("string outside the binary");
     uint64_t ValueSize =
         StringEntrySize == StringEntrySizeV2
             ? read64(SE + 16)
             : strnlen(Bin.data() + ValueOffset, Bin.size() - ValueOffset);
     if (ValueSize > Bin.size() - ValueOffset)
-      return malformed(Base, "string outside the binary");
+      return B.malformed("string outside the binary");
     StringRef Key(Bin.data() + KeyOffset,
                   strnlen(Bin.data() + KeyOffset, Bin.size() - KeyOffset));
     setKey(E, Key, StringRef(Bin.data() + ValueOffset, ValueSize));
   }
   Out.push_back(std::move(E));
   return Error::success();
+}
+
+/// Reads the entry table of \p B, an uncompressed binary of version 2 or 3
+/// whose header is \p HeaderEnd bytes.
+static Error readEntries(const Binary &B, uint64_t HeaderEnd,
+                         std::vector<OffloadEntry> &Out) {
+  StringRef Bin = B.Bytes;
+  if (Bin.size() < HeaderEnd)
+    return B.malformed("size " + Twine(Bin.size()) +
+                       " is less than the header");
+  uint64_t EntriesOffset = read64(Bin.data() + 16);
+  uint64_t Count = read64(Bin.data() + 24);
+  if (EntriesOffset > Bin.size() ||
+      Count > (Bin.size() - EntriesOffset) / EntrySize)
+    return B.malformed("entries outside the binary");
+  for (uint64_t I = 0; I < Count; ++I)
+    if (Error Err = readEntry(B, EntriesOffset, I, StringEntrySizeV2, Out))
+      return Err;
+  return Error::success();
+}
+
+/// The compressed version 3 binary \p B inflated: its header, with Size the
+/// inflated size and InflatedSize 0, then the inflated stream. InflatedSize
+/// is checked against the stream's size before anything is allocated, and
+/// must be exactly what the stream inflates to.
+static Expected<std::shared_ptr<const MemoryBuffer>> inflate(const Binary &B) {
+  StringRef Bin = B.Bytes;
+  uint64_t EntriesOffset = read64(Bin.data() + 16);
+  uint64_t InflatedSize = read64(Bin.data() + 32);
+  if (EntriesOffset != HeaderSizeV3)
+    return B.malformed("compressed binary: entries offset " +
+                       Twine(EntriesOffset) + ", expected " +
+                       Twine(HeaderSizeV3));
+  StringRef Stream = Bin.drop_front(HeaderSizeV3);
+  uint64_t Limit = MaxInflatedSize;
+  if (Stream.size() < MaxInflatedSize / MaxInflateRatio)
+    Limit = MaxInflateRatio * std::max<uint64_t>(Stream.size(), 1);
+  if (InflatedSize < HeaderSizeV3 || InflatedSize - HeaderSizeV3 > Limit)
+    return B.malformed("compressed binary: inflated size " +
+                       Twine(InflatedSize) + " is not believable for " +
+                       Twine(Stream.size()) + " compressed bytes");
+  auto Bytes = arrayRefFromStringRef(Stream);
+  bool Zstd = Stream.size() >= 4 && read32(Stream.data()) == 0xFD2FB528;
+  bool Zlib = !Zstd && Stream.size() >= 2 && (Bytes[0] & 0x0F) == 8 &&
+              ((Bytes[0] << 8) | Bytes[1]) % 31 == 0;
+  if (!Zstd && !Zlib)
+    return B.malformed(
+        "compressed binary: unknown compression format (neither zstd "
+        "nor zlib)");
+  StringRef Format = Zstd ? "zstd" : "zlib";
+  if (const char *Why = compression::getReasonIfUnsupported(
+          Zstd ? compression::Format::Zstd : compression::Format::Zlib))
+    return B.malformed("compressed binary: " + Twine(Why));
+  std::unique_ptr<WritableMemoryBuffer> Buffer =
+      WritableMemoryBuffer::getNewUninitMemBuffer(InflatedSize,
+                                                  "inflated OffloadBinary");
+  if (!Buffer)
+    return B.malformed("compressed binary: cannot allocate " +
+                       Twine(InflatedSize) + " bytes");
+  char *Inflated = Buffer->getBufferStart();
+  std::memcpy(Inflated, Bin.data(), HeaderSizeV3);
+  write64(Inflated + 8, InflatedSize);
+  write64(Inflated + 32, 0);
+  uint8_t *Body = reinterpret_cast<uint8_t *>(Inflated + HeaderSizeV3);
+  size_t BodySize = InflatedSize - HeaderSizeV3, Got = BodySize;
+  Error Err = Zstd ? compression::zstd::decompress(Bytes, Body, Got)
+                   : compression::zlib::decompress(Bytes, Body, Got);
+  if (Err)
+    return B.malformed("compressed binary: the " + Format +
+                       " stream does not inflate to the " + Twine(BodySize) +
+                       " bytes its header says (" + toString(std::move(Err)) +
+                       ")");
+  if (Got != BodySize)
+    return B.malformed("compressed binary: the " + Format +
+                       " stream inflates to " + Twine(Got) +
+                       " bytes, its header says " + Twine(BodySize));
+  return std::shared_ptr<const MemoryBuffer>(std::move(Buffer));
 }
 
 Error readOffloadBinaries(StringRef Data, int Source,
@@ -119,24 +218,31 @@ Error readOffloadBinaries(StringRef Data, int Source,
     uint64_t Size = read64(Rest.data() + 8);
     if (Size < HeaderSize || Size > Rest.size())
       return malformed(Offset, "size " + Twine(Size) + " outside the buffer");
-    StringRef Bin = Rest.take_front(Size);
-    uint64_t EntriesOffset = read64(Bin.data() + 16);
+    Binary B{Rest.take_front(Size), Offset, Source, nullptr, ""};
+    uint64_t EntriesOffset = read64(B.Bytes.data() + 16);
     if (Version == 1) {
       // One entry at EntriesOffset.
-      if (EntriesOffset > Bin.size() || EntrySize > Bin.size() - EntriesOffset)
+      if (EntriesOffset > Size || EntrySize > Size - EntriesOffset)
         return malformed(Offset, "entry outside the binary");
-      if (Error Err = readEntry(Bin, Offset, EntriesOffset, 0,
-                                StringEntrySizeV1, Source, Out))
+      if (Error Err = readEntry(B, EntriesOffset, 0, StringEntrySizeV1, Out))
         return Err;
     } else if (Version == 2) {
-      uint64_t Count = read64(Bin.data() + 24);
-      if (EntriesOffset > Bin.size() ||
-          Count > (Bin.size() - EntriesOffset) / EntrySize)
-        return malformed(Offset, "entries outside the binary");
-      for (uint64_t I = 0; I < Count; ++I)
-        if (Error Err = readEntry(Bin, Offset, EntriesOffset, I,
-                                  StringEntrySizeV2, Source, Out))
-          return Err;
+      if (Error Err = readEntries(B, HeaderSize, Out))
+        return Err;
+    } else if (Version == 3) {
+      if (Size < HeaderSizeV3)
+        return malformed(Offset, "size " + Twine(Size) +
+                                     " is less than the version 3 header");
+      if (read64(B.Bytes.data() + 32) != 0) {
+        Expected<std::shared_ptr<const MemoryBuffer>> Inflated = inflate(B);
+        if (!Inflated)
+          return Inflated.takeError();
+        B.Storage = std::move(*Inflated);
+        B.Bytes = B.Storage->getBuffer();
+        B.Note = "inflated: ";
+      }
+      if (Error Err = readEntries(B, HeaderSizeV3, Out))
+        return Err;
     } else {
       return malformed(Offset, "unsupported version " + Twine(Version));
     }

@@ -7,11 +7,14 @@
 //===----------------------------------------------------------------------===//
 //
 // The workspace's one reader of the OffloadBinary container in C++, shared by
-// the shim (what the runtime is given) and kdl-select (a file). Versions 1
-// and 2 are read, each offset bounded by the buffer; entries are views of the
+// the shim (what the runtime is given) and kdl-select (a file). Versions 1, 2
+// and 3 are read, each offset bounded by the buffer. Entries are views of the
 // caller's memory: nothing is copied or re-encoded, so the bytes handed on
-// are the caller's own. LLVM 22's object::OffloadBinary reads version 1
-// only, and copies the buffer; main's reads version 2 as well.
+// are the caller's own; the one exception is a compressed version 3 binary,
+// inflated (LLVM's zlib or zstd, its size bounded before anything is
+// allocated) into a buffer its entries share and keep alive (Storage). LLVM
+// 22's object::OffloadBinary reads version 1 only, and copies the buffer;
+// main's reads versions 2 and 3 as well.
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,7 +26,10 @@
 #include "llvm/Object/OffloadBinary.h"
 #include "llvm/Support/Error.h"
 
+#include "llvm/Support/MemoryBuffer.h"
+
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace kdl {
@@ -32,6 +38,16 @@ namespace kdl {
 namespace offload_layout {
 /// Magic, Version, Size, EntriesOffset, EntriesCount (EntrySize in v1).
 inline constexpr uint64_t HeaderSize = 32;
+/// Version 3 adds InflatedSize: the size of the whole binary, header
+/// included, before compression; 0 when the binary is not compressed. A
+/// compressed binary's stream starts right after the header and ends at
+/// Size; its offsets are those of the inflated binary.
+inline constexpr uint64_t HeaderSizeV3 = 40;
+/// What a compressed binary's InflatedSize may say: everything after the
+/// header at most MaxInflateRatio times the stream and never past
+/// MaxInflatedSize (the bounds of kdl/offload/binary.py).
+inline constexpr uint64_t MaxInflateRatio = 1024;
+inline constexpr uint64_t MaxInflatedSize = uint64_t(1) << 30;
 /// ImageKind, OffloadKind, Flags, StringOffset, NumStrings, ImageOffset,
 /// ImageSize.
 inline constexpr uint64_t EntrySize = 40;
@@ -60,6 +76,11 @@ struct OffloadEntry {
   llvm::StringRef Triple;
   /// The entry's "arch" and selection keys, in the caller's memory.
   llvm::offloading::ImageKeys Keys;
+  /// For an entry of a compressed version 3 binary, the inflated binary that
+  /// Image, Triple and Keys are views of, shared by the binary's entries:
+  /// the views stay valid while a copy of the entry lives. Null when they
+  /// are views of the caller's memory.
+  std::shared_ptr<const llvm::MemoryBuffer> Storage;
 };
 
 /// True if \p Data starts with the OffloadBinary magic bytes.
@@ -67,8 +88,9 @@ bool isOffloadBinary(llvm::StringRef Data);
 
 /// Appends the entries of the OffloadBinary (or several concatenated ones,
 /// each starting at 8-byte alignment) in \p Data to \p Out, numbering them
-/// from Out.size(). Anything but versions 1 and 2, or an offset outside the
-/// buffer, is an error naming the binary's offset.
+/// from Out.size(). Anything but versions 1 to 3, an offset outside the
+/// buffer, or a compressed binary that does not inflate to its header's
+/// believable InflatedSize is an error naming the binary's offset.
 llvm::Error readOffloadBinaries(llvm::StringRef Data, int Source,
                                 std::vector<OffloadEntry> &Out);
 

@@ -19,7 +19,9 @@
 // the runtime is given; the entries it yields are ranked for every device
 // too. (The series itself reads containers with main's OffloadBinary::create;
 // LLVM 22's, all this build has, does not bound string offsets.) The seed
-// corpus is the inputs the lit suite packs, most of them containers.
+// corpus is the inputs the lit suite packs, most of them containers, and the
+// committed OffloadBinary fixtures: versions 1 and 2, and version 3 as LLVM
+// main writes it, uncompressed, zstd and zlib.
 //
 //===----------------------------------------------------------------------===//
 
@@ -115,9 +117,12 @@ static void chooseFromContainer(StringRef Buffer) {
   }
   SmallVector<ImageCandidate, 8> Candidates;
   for (const kdl::OffloadEntry &E : Entries) {
-    if (E.Image.data() < Buffer.data() ||
-        E.Image.data() + E.Image.size() > Buffer.data() + Buffer.size())
-      __builtin_trap(); // An entry is a view of the buffer, inside it.
+    // An entry is a view of the buffer, inside it, or of a compressed
+    // binary's inflated copy, which it holds.
+    StringRef Within = E.Storage ? E.Storage->getBuffer() : Buffer;
+    if (E.Image.data() < Within.data() ||
+        E.Image.data() + E.Image.size() > Within.data() + Within.size())
+      __builtin_trap();
     if (!E.MetadataOnly)
       Candidates.push_back({E.Image, E.Keys});
   }

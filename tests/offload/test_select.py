@@ -1,7 +1,9 @@
 """``kdl select``: the overlay's kdl-select driver behind the CLI.
 
 Inputs are packed with the real llvm-offload-binary (version 1, as LLVM 22
-writes them) and, for the version 2 path, with kdl's own writer.
+writes them) and, for the version 2 path, with kdl's own writer; version 3 is
+read from the fixtures LLVM main's llvm-offload-binary wrote
+(tests/data/offload/packed.v3*.bin) and from kdl's writer.
 """
 
 from __future__ import annotations
@@ -17,8 +19,9 @@ import pytest
 
 from kdl import cli, paths
 from kdl.offload import select
-from kdl.offload.binary import make_image, write_v1, write_v2
+from kdl.offload.binary import Image, make_image, write_v1, write_v2, write_v3
 from kdl.offload.elf import amdgpu_header, cubin_header
+from tests.offload_helpers import DATA
 
 PACKER = paths.llvm_bin() / "llvm-offload-binary"
 CUDA = "nvptx64-nvidia-cuda"
@@ -297,6 +300,183 @@ def test_version2_input_is_read_as_it_is(
     )
     assert status == 1
     assert err.startswith(f"error: {v2}: no compatible image for ")
+
+
+#: LLVM main's llvm-offload-binary (24, the sid root) on PACKED_IMAGES, the
+#: images of packed.v1.bin: plain, --compress, --compress
+#: --compression-format=zlib (tests/data/offload/README.md).
+V3_FIXTURES = ["packed.v3.bin", "packed.v3.zstd.bin", "packed.v3.zlib.bin"]
+
+
+@overlay_test
+@pytest.mark.parametrize("name", V3_FIXTURES)
+def test_version3_from_llvm_main_reads_as_version1(
+    name: str, built_overlay: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """What LLVM main writes, compressed or not, gives the answers the same
+    images packed by LLVM 22 give: every entry, key and image is read."""
+    v1, v3 = DATA / "packed.v1.bin", DATA / name
+    assert v3.read_bytes()[4:8] == (3).to_bytes(4, "little")
+    for device in (
+        f"--device=triple={AMDHSA},arch=gfx90a:xnack-",
+        f"--device=triple={CUDA},arch=sm_80",
+    ):
+        for extra in ([], ["--json"]):
+            want = run(capsys, "select", device, *extra, str(v1))
+            got = run(capsys, "select", device, *extra, str(v3))
+            assert got[0] == want[0] == 1
+            assert (got[1], got[2].replace(str(v3), "FILE")) == (
+                want[1],
+                want[2].replace(str(v1), "FILE"),
+            )
+    doc = json.loads(run(capsys, "select", device, "--json", str(v3))[1])
+    assert [(i["triple"], i["arch"], i["kind"], i["tag"]) for i in doc["images"]] == [
+        (CUDA, "sm_80", "s", "generic"),
+        (AMDHSA, "gfx90a:xnack-", "o", "optimized"),
+        (AMDHSA, "gfx90a", "o", None),
+    ]
+
+
+def cubins() -> list[Image]:
+    return [
+        make_image(
+            cubin_header(arch),
+            [("triple", CUDA), ("arch", arch), *extra],
+            kind="cubin",
+            offload_kind="cuda",
+        )
+        for arch, extra in [
+            ("sm_80", []),
+            ("sm_89", []),
+            ("sm_86", [("variant_tag", "debug")]),
+            ("sm_80", [("variant_priority", "3")]),
+        ]
+    ]
+
+
+@overlay_test
+@pytest.mark.parametrize("compression", ["zstd", "zlib", None])
+def test_version3_entries_are_ranked_from_the_inflated_binary(
+    compression: str | None,
+    tmp_path: Path,
+    built_overlay: None,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The entries of a compressed binary are views of the inflated copy the
+    reader keeps: ranked, described and printed as version 2's; a version 1
+    binary after it (at the next 8 bytes) numbers on."""
+    images = cubins()
+    v2, v3 = tmp_path / "v2.bin", tmp_path / "v3.bin"
+    v2.write_bytes(write_v2(images[:3]) + write_v1(images[3:]))
+    v3.write_bytes(write_v3(images[:3], compression) + write_v1(images[3:]))
+    for extra in ([], ["--json"], ["--tag=debug"]):
+        want = run(capsys, "select", SM86, *extra, str(v2))
+        got = run(capsys, "select", SM86, *extra, str(v3))
+        assert got == want and got[0] == 0
+    out = run(capsys, "select", SM86, str(v3))[1].splitlines()
+    assert out[2] == "image 2: rank 2: sm_86, exact fit, variant_tag debug"
+    assert out[-1].startswith(
+        "selected: image 3 (sm_80, compatible fit, variant_priority 3)"
+    )
+
+
+def _u64(data: bytes, at: int, value: int) -> bytes:
+    return data[:at] + value.to_bytes(8, "little") + data[at + 8 :]
+
+
+def _truncated(data: bytes, keep: int) -> bytes:
+    """The first *keep* bytes of a compressed binary, its Size saying so."""
+    return _u64(data[:keep], 8, keep)
+
+
+_ZSTD = (DATA / "packed.v3.zstd.bin").read_bytes()
+_ZLIB = (DATA / "packed.v3.zlib.bin").read_bytes()
+_INFLATED = int.from_bytes(_ZSTD[32:40], "little")
+_BODY = _INFLATED - 40
+
+
+@overlay_test
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        pytest.param(
+            _u64(_ZSTD, 32, _INFLATED + 8),
+            f"the zstd stream inflates to {_BODY} bytes, its header says {_BODY + 8}",
+            id="zstd-inflated-size-too-large",
+        ),
+        pytest.param(
+            _u64(_ZSTD, 32, _INFLATED - 8),
+            f"the zstd stream does not inflate to the {_BODY - 8} bytes its "
+            "header says (",
+            id="zstd-inflated-size-too-small",
+        ),
+        pytest.param(
+            _u64(_ZLIB, 32, _INFLATED + 8),
+            f"the zlib stream inflates to {_BODY} bytes, its header says {_BODY + 8}",
+            id="zlib-inflated-size-too-large",
+        ),
+        pytest.param(
+            _u64(_ZLIB, 32, _INFLATED - 8),
+            f"the zlib stream does not inflate to the {_BODY - 8} bytes its "
+            "header says (zlib error: Z_BUF_ERROR)",
+            id="zlib-inflated-size-too-small",
+        ),
+        pytest.param(
+            _u64(_ZSTD, 32, 1 << 62),
+            f"inflated size {1 << 62} is not believable for ",
+            id="inflated-size-unbelievable",
+        ),
+        pytest.param(
+            _u64(_ZLIB, 32, 39),
+            "inflated size 39 is not believable for ",
+            id="inflated-size-below-the-header",
+        ),
+        pytest.param(
+            _truncated(_ZSTD, len(_ZSTD) // 2),
+            f"the zstd stream does not inflate to the {_BODY} bytes its header says (",
+            id="zstd-truncated",
+        ),
+        pytest.param(
+            _truncated(_ZLIB, len(_ZLIB) // 2),
+            f"the zlib stream does not inflate to the {_BODY} bytes its "
+            "header says (zlib error: ",
+            id="zlib-truncated",
+        ),
+        pytest.param(
+            _ZSTD[:40] + bytes(len(_ZSTD) - 40),
+            "unknown compression format (neither zstd nor zlib)",
+            id="not-compressed",
+        ),
+        pytest.param(
+            _u64(_ZSTD, 16, 32),
+            "entries offset 32, expected 40",
+            id="entries-offset",
+        ),
+        pytest.param(
+            _u64(_ZLIB, 24, 1 << 40),
+            "inflated: entries outside the binary",
+            id="entry-count-past-the-inflated-binary",
+        ),
+    ],
+)
+def test_a_hostile_version3_header_is_one_line_and_exit_2(
+    data: bytes,
+    message: str,
+    tmp_path: Path,
+    built_overlay: None,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A compressed binary whose InflatedSize lies, is past belief (nothing
+    is allocated from it), or whose stream is cut short: one error line."""
+    bad = tmp_path / "bad.bin"
+    bad.write_bytes(data)
+    status, out, err = run(capsys, "select", SM86, str(bad))
+    assert (status, out) == (2, "")
+    prefix = f"error: {bad}: malformed OffloadBinary at offset 0: "
+    if not message.startswith("inflated: "):
+        prefix += "compressed binary: "
+    assert err.startswith(prefix + message), err
+    assert err.count("\n") == 1
 
 
 @overlay_test
