@@ -90,7 +90,7 @@ class Binary:
     size: int
     entries: int
     section: str | None = None  # the ELF section it was found in
-    #: "zstd" or "zlib" for a compressed version 3 binary (open PR #222774)
+    #: "zstd" or "zlib" for a compressed version 3 binary (LLVM main, #222774)
     compression: str | None = None
     #: The size of a compressed binary once inflated.
     inflated_size: int | None = None

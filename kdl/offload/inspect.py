@@ -59,7 +59,7 @@ def _count(n: int, one: str, many: str) -> str:
 
 
 def _format_note(binary: Binary) -> str:
-    """How version 3, the format of an open upstream PR, is marked."""
+    """How a version 3 binary (LLVM main's format, #222774) is marked."""
     if binary.version < 3:
         return ""
     how = (
@@ -67,7 +67,7 @@ def _format_note(binary: Binary) -> str:
         if binary.compression
         else "not compressed"
     )
-    return f" ({how}; the format of open PR #222774, not of LLVM main)"
+    return f" ({how}; LLVM main's format, #222774; LLVM 22 reads only 1)"
 
 
 def _kind(img: Image) -> str:

@@ -50,7 +50,7 @@ MAGIC = b"\x10\xff\x10\xad"
 ALIGNMENT = 8
 
 HEADER = struct.Struct("<4sIQQQ")
-#: Version 3 (open PR #222774) adds InflatedSize: the whole binary's size
+#: Version 3 (LLVM main, #222774) adds InflatedSize: the whole binary's size
 #: before compression, 0 when it is not compressed.
 HEADER_V3 = struct.Struct("<4sIQQQQ")
 ENTRY = struct.Struct("<HHIQQQQ")

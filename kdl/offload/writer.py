@@ -132,7 +132,7 @@ def write_v2(images: Sequence[Image] | Iterable[Image]) -> bytes:
 def write_v3(
     images: Sequence[Image] | Iterable[Image], compression: str | None = "zstd"
 ) -> bytes:
-    """One version 3 binary (open PR #222774): version 2's layout after a
+    """One version 3 binary (LLVM main's format, #222774): version 2's layout after a
     40-byte header that adds InflatedSize. With *compression* ("zstd" or
     "zlib") everything after the header is compressed: Size is the header
     plus the stream, InflatedSize the whole uncompressed binary, and the

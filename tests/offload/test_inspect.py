@@ -166,7 +166,7 @@ def test_cli_missing_file(tmp_path: Path) -> None:
 SEEDS = [
     (DATA / "packed.v1.bin").read_bytes(),
     (DATA / "packed.v2.bin").read_bytes(),
-    # Version 3 (open PR #222774), compressed both ways and not at all.
+    # Version 3 (LLVM main, #222774), compressed both ways and not at all.
     *(
         write_v3(
             [

@@ -559,7 +559,7 @@ def test_overlapping_offloading_sections_are_rejected(tmp_path: Path) -> None:
         scan(bytes(data), str(obj))
 
 
-# --- Version 3 (open PR #222774): compressed binaries ------------------------------
+# --- Version 3 (LLVM main, #222774): compressed binaries --------------------------
 
 
 @pytest.mark.parametrize("compression", ["zstd", "zlib", None])
@@ -625,4 +625,4 @@ def test_v3_is_marked_in_inspect(tmp_path: Path) -> None:
     path.write_bytes(binary.write_v3([img], "zstd"))
     text = render_text(scan_file(path))
     assert "version:       3 (compressed with zstd, " in text
-    assert "the format of open PR #222774, not of LLVM main)" in text
+    assert "LLVM main's format, #222774; LLVM 22 reads only 1)" in text
