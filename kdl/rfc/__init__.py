@@ -21,7 +21,7 @@ from kdl.errors import UsageError, WorkspaceError
 log = logging.getLogger("kdl")
 
 #: The posts, in the order they should be posted.
-NAMES = ("ranked-selection", "metadata-vocabulary")
+NAMES = ("ranked-selection", "metadata-vocabulary", "runtime-select")
 
 _PR_LINK = re.compile(r"github\.com/llvm/llvm-project/pull/(\d+)")
 

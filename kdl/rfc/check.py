@@ -28,7 +28,11 @@ from kdl.rfc.template import Figure, Quote, evaluate, read_sidecar
 
 #: Prose words (outside code and tables) each post may have; others get
 #: DEFAULT_WORDS. The RFC is read to the end; the vocabulary post is shorter.
-WORDS = {"ranked-selection": (600, 900), "metadata-vocabulary": (250, 600)}
+WORDS = {
+    "ranked-selection": (600, 900),
+    "metadata-vocabulary": (250, 600),
+    "runtime-select": (250, 600),
+}
 DEFAULT_WORDS = (250, 900)
 #: Discourse's default maximum post length, in characters.
 MAX_CHARS = 32_000

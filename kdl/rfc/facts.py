@@ -29,6 +29,14 @@ class PullRequest:
 #: from the PR threads; the "what" column states only what the thread says.
 HISTORY: tuple[PullRequest, ...] = (
     PullRequest(
+        78117,
+        "[mlir][gpu] Add the `OffloadEmbeddingAttr` offloading translation attr",
+        "open",
+        "embeds GPU binaries with LLVM's offloading infrastructure, which "
+        "registers kernels and variables with CUDA RT, HIP RT or libomptarget "
+        "at program start",
+    ),
+    PullRequest(
         118919,
         "[Offload][AMDGPU] accept generic target",
         "merged",

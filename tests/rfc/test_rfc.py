@@ -345,7 +345,7 @@ def test_cli_draft_then_check(
     out = capsys.readouterr().out
     assert "draft: " in out and "metadata-vocabulary.md" in out
     assert cli.main(["rfc", "--check"]) == 0
-    assert "2 drafts, no problems" in capsys.readouterr().out
+    assert "3 drafts, no problems" in capsys.readouterr().out
 
 
 def test_cli_check_fails_with_one_line_per_problem(
@@ -483,3 +483,12 @@ def test_an_unsourced_quotation_fails(tmp_path: Path) -> None:
         "[#139147](https://github.com/llvm/llvm-project/pull/139147) says",
     )
     assert _checked(tmp_path, sourced) == []
+
+
+def test_the_runtime_select_draft_says_what_loads_it(tmp_path: Path) -> None:
+    text = _draft(workspace(tmp_path))["runtime-select"].read_text()
+    assert text.startswith("# [Draft, not proposed yet][mlir][gpu]")
+    assert "No upstream runtime does today" in text
+    assert "`cuModuleLoadData`" in text and "`olCreateProgram`" in text
+    assert "https://github.com/llvm/llvm-project/pull/78117" in text
+    assert "cooperative" in text

@@ -177,12 +177,12 @@ def test_dry_run_prints_the_request_without_the_key(
     assert "## What an entry carries today" in out  # the raw body, as sent
 
 
-def test_dry_run_of_both_drafts_without_settings(
+def test_dry_run_of_every_draft_without_settings(
     drafts: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert cli.main(["rfc", "post"]) == 0
     out = capsys.readouterr().out
-    assert out.count("# dry run for") == 2
+    assert out.count("# dry run for") == 3
     assert "Api-Key: <unset: DISCOURSE_API_KEY>" in out
     assert "<unset: DISCOURSE_URL or --url>/posts.json" in out
 
