@@ -204,10 +204,10 @@ def check_text(
         body = para.group(0)
         if body.startswith("#") or _PR_NUMBER.search(body) or "](http" in body:
             continue  # a heading, or a paragraph that names its source
-        for q in _QUOTATION.finditer(body):
+        for quotation in _QUOTATION.finditer(body):
             problem(
-                para.start() + q.start(),
-                f"quotation {q.group(0)[:40]!r}... names no source in its "
+                para.start() + quotation.start(),
+                f"quotation {quotation.group(0)[:40]!r}... names no source in its "
                 "paragraph (a PR or a link)",
             )
 
