@@ -25,6 +25,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from kdl.build.baseline import diff_states, lit_states
 from kdl.errors import WorkspaceError
 from kdl.results.gpureport import RESULTS_GPU, _round, percentile, write_generated
 from kdl.results.rankingcost import GOAL_FRACTION, GOAL_NS, median_diff_ci
@@ -166,6 +167,31 @@ def openmp(directory: Path) -> Json:
     return ran
 
 
+def check_offload_nvptx(directory: Path) -> Json:
+    """Upstream's nvptx64 tests on the GPU, base against series, test by test."""
+    where = directory / "check-offload-nvptx"
+    states = {
+        v: lit_states(where / f"check-offload-nvptx-{v}.xml")
+        for v in ("base", "series")
+    }
+    diff = diff_states(states["base"], states["series"])
+    return {
+        "device": (where / "device.txt").read_text().splitlines()[3].strip(),
+        **{
+            v: {
+                k: sum(x == k for x in s.values())
+                for k in ("pass", "fail", "unsupported")
+            }
+            for v, s in states.items()
+        },
+        "differ": sorted(
+            t for t in states["base"] if states["base"][t] != states["series"].get(t)
+        ),
+        "regressions": diff["regressions"],
+        "series_tests": diff["series_tests"],
+    }
+
+
 def report(directory: Path = DIR) -> Json:
     device = (directory / "device-22.txt").read_text().strip()
     doc: Json = {
@@ -175,6 +201,7 @@ def report(directory: Path = DIR) -> Json:
         "runtimes": RUNTIMES,
         "choices": choices(directory),
         "openmp": openmp(directory),
+        "check_offload_nvptx": check_offload_nvptx(directory),
         "cost": {},
     }
     for path in sorted(directory.glob("cost-22-*.jsonl")):
@@ -216,6 +243,25 @@ def render_md(doc: Json) -> str:
     ]
     for program, ran in doc["openmp"].items():
         lines.append(f"| `{program}` | {ran.get('base')} | {ran.get('series')} |")
+    nv = doc["check_offload_nvptx"]
+    lines += [
+        "",
+        "## Upstream's check-offload, nvptx64 suites, on the GPU",
+        "",
+        f"Card: {nv['device']}. Test by test from the two xunit files in "
+        "`check-offload-nvptx/` (XFAIL and XPASS count as passed there).",
+        "",
+        "| 22.1.8 | pass | fail | unsupported |",
+        "|---|---|---|---|",
+    ]
+    for v in ("base", "series"):
+        c = nv[v]
+        lines.append(f"| {v} | {c['pass']} | {c['fail']} | {c['unsupported']} |")
+    lines += [
+        "",
+        f"Tests whose status differs: {len(nv['differ'])}; regressions: "
+        f"{len(nv['regressions'])}.",
+    ]
     for run, entry in doc["cost"].items():
         lines += [
             "",

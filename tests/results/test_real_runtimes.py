@@ -55,3 +55,11 @@ def test_libomptarget_is_unchanged_by_the_series() -> None:
     ran = realruntimes.report()["openmp"]
     assert ran["mark"] == {"base": "sm_90a", "series": "sm_90a"}
     assert ran["mark-90-first"] == {"base": "sm_90", "series": "sm_90"}
+
+
+def test_upstream_nvptx_tests_do_not_change_with_the_series() -> None:
+    nv = realruntimes.report()["check_offload_nvptx"]
+    assert nv["device"].startswith("NVIDIA H200")
+    assert nv["base"] == nv["series"]
+    assert nv["base"]["pass"] > 400 and nv["base"]["unsupported"] > 0
+    assert nv["differ"] == [] and nv["regressions"] == []
