@@ -30,11 +30,6 @@ def is_configured(build_dir: Path, argv: Sequence[str] | None = None) -> bool:
     return argv is None or stamp.read_text() == proc.quote(argv) + "\n"
 
 
-def half_configured(build_dir: Path) -> bool:
-    """A cache that no finished configure stands behind."""
-    return (build_dir / "CMakeCache.txt").is_file() and not is_configured(build_dir)
-
-
 def configure(argv: Sequence[str], build_dir: Path) -> bool:
     """Run *argv* (a cmake line for *build_dir*) unless it already ran there.
 
