@@ -41,15 +41,6 @@ def ensure(name: str) -> Tree:
     return source.make(pinned)
 
 
-def existing(name: str) -> Tree | None:
-    """The tree *name* if it is made and current, without making it."""
-    path = common.tree_dir(name)
-    record = common.read_record(path)
-    if record is None or record.get("version") != common.pin(name)["version"]:
-        return None
-    return Tree(name, path, record)
-
-
 def _pin_main(version: str) -> None:
     from kdl.trees.sidroot import commit_of
 

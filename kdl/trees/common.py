@@ -88,6 +88,24 @@ def read_record(path: Path) -> dict[str, Any] | None:
     return data
 
 
+def current(name: str, *marks: str) -> Tree | None:
+    """The tree *name* if it is made and is the pinned one, else None.
+
+    Made: its record is there and names the pinned version (and SHA-256,
+    where the pin has one), and every path in *marks* exists in it.
+    """
+    path = tree_dir(name)
+    record = read_record(path)
+    pinned = pin(name)
+    if record is None or any(
+        record.get(key) != pinned[key] for key in ("version", "sha256") if key in pinned
+    ):
+        return None
+    if not all((path / mark).exists() for mark in marks):
+        return None
+    return Tree(name, path, record)
+
+
 def mounts_under(path: Path) -> list[str]:
     """Mount points at or below *path*, deepest first."""
     prefix = str(path.resolve())

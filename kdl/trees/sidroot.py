@@ -118,20 +118,11 @@ def _record(
     }
 
 
-def is_current(tree_path: Path, pinned: dict[str, Any]) -> bool:
-    record = common.read_record(tree_path)
-    if not record or record.get("version") != pinned["version"]:
-        return False
-    clang = tree_path / "usr/lib" / f"llvm-{pinned['major']}" / "bin" / "clang"
-    return clang.is_file()
-
-
 def make(pinned: dict[str, Any]) -> common.Tree:
     """Make the sid root with the pinned snapshot (reusing a current one)."""
-    final = common.tree_dir("main")
-    if is_current(final, pinned):
-        record = common.read_record(final) or {}
-        return common.Tree("main", final, record)
+    made = common.current("main", f"usr/lib/llvm-{pinned['major']}/bin/clang")
+    if made is not None:
+        return made
     common.TREES_DIR.mkdir(parents=True, exist_ok=True)
     debian.need_disk(common.TREES_DIR, DISK_NEEDED, "the sid root of LLVM main")
     started = time.monotonic()

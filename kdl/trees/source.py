@@ -59,16 +59,6 @@ def orig_tarball(pinned: dict[str, Any]) -> debian.RemoteFile:
     return orig
 
 
-def is_current(tree_path: Path, pinned: dict[str, Any]) -> bool:
-    record = common.read_record(tree_path)
-    return (
-        record is not None
-        and record.get("sha256") == pinned["sha256"]
-        and (tree_path / ".git").is_dir()
-        and (tree_path / "offload" / "CMakeLists.txt").is_file()
-    )
-
-
 def ensure_identity(tree: Path) -> None:
     """Commits in the workspace's own tree need an author: where git has
     none configured, the tree gets kdl's (a user's checkout is never
@@ -83,8 +73,9 @@ def ensure_identity(tree: Path) -> None:
 def make(pinned: dict[str, Any]) -> common.Tree:
     """Make the source tree of the pinned release (reusing a current one)."""
     final = common.tree_dir("22")
-    if is_current(final, pinned):
-        return common.Tree("22", final, common.read_record(final) or {})
+    made = common.current("22", ".git", "offload/CMakeLists.txt")
+    if made is not None:
+        return made
     common.TREES_DIR.mkdir(parents=True, exist_ok=True)
     debian.need_disk(common.TREES_DIR, DISK_NEEDED, "the LLVM 22.1.8 source tree")
     started = time.monotonic()

@@ -27,14 +27,23 @@ def trees_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_a_tree_counts_only_with_its_record(trees_dir: Path) -> None:
     partial = common.staging("22")
     (partial / "offload").mkdir()
-    assert trees.existing("22") is None
-    record = {"tree": "22", "version": common.pin("22")["version"]}
+    assert common.current("22") is None
+    pinned = common.pin("22")
+    record = {"tree": "22", "version": pinned["version"], "sha256": pinned["sha256"]}
     tree = common.finish("22", partial, record)
     assert tree.path == trees_dir / "22" and not partial.exists()
-    assert trees.existing("22") == common.Tree("22", tree.path, record)
+    assert common.current("22") == common.Tree("22", tree.path, record)
+    assert common.current("22", "offload") is not None
+    assert common.current("22", "offload/CMakeLists.txt") is None  # not made
+    # Another tarball under the same version string is not the pinned tree.
+    common.record_file(tree.path).write_text(
+        json.dumps(dict(record, sha256="0" * 64)) + "\n"
+    )
+    assert common.current("22") is None
+    common.record_file(tree.path).write_text(json.dumps(record) + "\n")
     # Killed between the rename and the record: not a tree.
     common.record_file(tree.path).unlink()
-    assert trees.existing("22") is None
+    assert common.current("22") is None
 
 
 def test_an_interrupted_make_is_removed(trees_dir: Path) -> None:
@@ -48,7 +57,7 @@ def test_an_interrupted_make_is_removed(trees_dir: Path) -> None:
 def test_a_record_of_another_version_is_not_current(trees_dir: Path) -> None:
     tree = common.finish("main", common.staging("main"), {"version": "1:23~old"})
     assert tree.path.is_dir()
-    assert trees.existing("main") is None
+    assert common.current("main") is None
 
 
 def test_a_broken_record_is_not_a_tree(trees_dir: Path) -> None:
