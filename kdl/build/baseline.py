@@ -24,8 +24,13 @@ from typing import Any
 
 from kdl import paths, proc
 from kdl.build.checkoffload import run_check_offload, xunit_cases
-from kdl.build.standalone import CHECK_OPENMP_ENV, StandaloneBuild, build_standalone
-from kdl.errors import WorkspaceError
+from kdl.build.standalone import (
+    CHECK_OPENMP_ENV,
+    StandaloneBuild,
+    build_standalone,
+    standalone_prefix,
+)
+from kdl.errors import UsageError, WorkspaceError
 from kdl.series.checkout import Checkout
 
 log = logging.getLogger("kdl")
@@ -116,9 +121,19 @@ def diff_states(base: dict[str, str], series: dict[str, str]) -> dict[str, Any]:
 
 
 def compare(
-    llvm: Path, prefix: Path, build_root: Path, tree_record: dict[str, Any]
+    llvm: Path, build_root: Path, tree_record: dict[str, Any]
 ) -> dict[str, Any]:
-    """Build base and series, run both suites on each, write the comparison."""
+    """Build base and series, run both suites on each, write the comparison.
+
+    Both are built standalone against the installed LLVM of the checkout's
+    version (:func:`kdl.build.standalone.standalone_prefix`); a checkout of another
+    version is a usage error."""
+    prefix = standalone_prefix(llvm)
+    if prefix is None:
+        raise UsageError(
+            f"{llvm}: no installed LLVM of its version to build offload against "
+            "standalone; build it with 'kdl build --llvm --full' instead"
+        )
     with Checkout(llvm) as co:
         branch, meta = co.kdl_branch()
         base = co.rev(meta.base)
@@ -162,6 +177,21 @@ def compare(
         out.write_text(json.dumps(doc, indent=2) + "\n")
         doc["file"] = str(out)
     return doc
+
+
+def summary(doc: dict[str, Any]) -> list[str]:
+    """One line per suite: both runs' counts, regressions, the series' tests."""
+    lines = []
+    for suite, entry in doc["suites"].items():
+        b, s = entry["base"]["counts"], entry["series"]["counts"]
+        lines.append(
+            f"{suite + ':':19} base {b['pass']} passed, {b['fail']} failed, "
+            f"{b['unsupported']} unsupported; with the series {s['pass']} passed, "
+            f"{s['fail']} failed, {s['unsupported']} unsupported; "
+            f"{len(entry['regressions'])} regressions, "
+            f"{len(entry['series_tests'])} tests of the series"
+        )
+    return lines
 
 
 def verdict(doc: dict[str, Any]) -> tuple[int, int, list[str]]:

@@ -290,29 +290,15 @@ def read_example(suite: Path) -> dict[str, Any] | None:
 
 
 def _check_offload_against_base(llvm: Path, build_dir: Path | None) -> bool:
-    """check-offload and check-offload-unit with the series and on its base,
-    built standalone against the installed LLVM of the checkout's version."""
-    from kdl.build.baseline import compare, verdict
-    from kdl.build.llvm import standalone_prefix
+    """check-offload and check-offload-unit with the series and on its base."""
+    from kdl.build.baseline import compare, summary, verdict
 
     llvm = llvm.expanduser().resolve()
-    prefix = standalone_prefix(llvm)
-    if prefix is None:
-        raise UsageError(
-            f"{llvm}: no installed LLVM of its version; use --build-dir with "
-            "'kdl build --llvm --full'"
-        )
     root = build_dir or paths.BUILD / f"baseline-{llvm.name}"
-    doc = compare(llvm, prefix, root.expanduser().resolve(), {"path": str(llvm)})
+    doc = compare(llvm, root.expanduser().resolve(), {"path": str(llvm)})
     passed, failed, problems = verdict(doc)
-    for suite, entry in doc["suites"].items():
-        b, s = entry["base"]["counts"], entry["series"]["counts"]
-        print(
-            f"{suite}: base {b['pass']} passed, {b['fail']} failed, "
-            f"{b['unsupported']} unsupported; series {s['pass']} passed, "
-            f"{s['fail']} failed, {s['unsupported']} unsupported; "
-            f"{len(entry['series_tests'])} tests of the series"
-        )
+    for line in summary(doc):
+        print(line)
     for problem in problems:
         print(f"FAIL: {problem}")
     print(f"comparison: {doc.get('file')}")

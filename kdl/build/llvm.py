@@ -282,14 +282,6 @@ def _describe_tool(path: Path) -> str:
     return str(path)
 
 
-def standalone_prefix(llvm: Path) -> Path | None:
-    """The installed LLVM a standalone build of *llvm* can use, if any."""
-    from kdl.build.standalone import installed_prefix, tree_version
-
-    version = tree_version(llvm)
-    return installed_prefix(version) if version else None
-
-
 def _cmd_build_standalone(args: argparse.Namespace, prefix: Path) -> int:
     from kdl.build.standalone import build_standalone, default_dir, tree_version
 
@@ -309,6 +301,8 @@ def _cmd_build_standalone(args: argparse.Namespace, prefix: Path) -> int:
 
 def cmd_build(args: argparse.Namespace) -> int:
     if args.llvm is not None and not args.full:
+        from kdl.build.standalone import standalone_prefix
+
         prefix = standalone_prefix(args.llvm.expanduser().resolve())
         if prefix is not None:
             return _cmd_build_standalone(args, prefix)

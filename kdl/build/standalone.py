@@ -65,6 +65,12 @@ def installed_prefix(version: str) -> Path | None:
     return prefix if have == version else None
 
 
+def standalone_prefix(llvm: Path) -> Path | None:
+    """The installed LLVM a standalone build of *llvm* can use, if any."""
+    version = tree_version(llvm)
+    return installed_prefix(version) if version else None
+
+
 @dataclass
 class StandaloneBuild:
     llvm: Path

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from kdl.build.baseline import base_worktree, diff_states, lit_states
 from tests.llvm_tree import git
 
@@ -71,3 +73,22 @@ def test_base_worktree_is_sparse_and_reused(isolated_git: Path, tmp_path: Path) 
     stamp = (where / "openmp/x").stat().st_mtime_ns
     assert base_worktree(repo, base, tmp_path / "base-src") == where
     assert (where / "openmp/x").stat().st_mtime_ns == stamp
+
+
+def test_a_checkout_of_no_installed_version_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from kdl.cli import main
+
+    version = tmp_path / "cmake" / "Modules" / "LLVMVersion.cmake"
+    version.parent.mkdir(parents=True)
+    version.write_text(
+        "set(LLVM_VERSION_MAJOR 99)\nset(LLVM_VERSION_MINOR 0)\n"
+        "set(LLVM_VERSION_PATCH 0)\n"
+    )
+    assert main(["test", "--check-offload", "--llvm", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        f"error: {tmp_path}: no installed LLVM of its version to build offload "
+        "against standalone; build it with 'kdl build --llvm --full' instead"
+    ]
