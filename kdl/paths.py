@@ -17,6 +17,8 @@ RANKING_LIBRARY_SERIES = PATCHES / "versions" / "v2" / "series"
 TEST_SUITE_SERIES = PATCHES / "test-suite" / "series"
 LLVM_TESTS = ROOT / "llvm-tests"
 RESULTS = ROOT / "results"
+#: What the last run on the real trees measured (each run rewrites it).
+REAL_TREE_RESULTS = RESULTS / "real-trees"
 RFC_OUT = ROOT / "rfc" / "out"
 OVERLAY_SRC = ROOT / "overlay"
 BUILD = ROOT / "build"

@@ -47,7 +47,7 @@ SPARSE_DIRS = (
     "llvm/utils/lit",
 )
 SUITES = ("check-offload", "check-offload-unit")
-RESULTS = paths.RESULTS / "real-trees"
+RESULTS = paths.REAL_TREE_RESULTS
 
 
 def lit_states(xml_file: Path) -> dict[str, str]:

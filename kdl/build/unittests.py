@@ -39,7 +39,7 @@ from kdl.trees.sidroot import run_in
 
 log = logging.getLogger("kdl")
 
-RESULTS = paths.RESULTS / "real-trees"
+RESULTS = paths.REAL_TREE_RESULTS
 TESTING_SUPPORT = "llvm/lib/Testing/Support/Error.cpp"
 
 
