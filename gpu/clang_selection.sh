@@ -28,24 +28,12 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=gpu/common.sh
 . "$ROOT/gpu/common.sh"
 SEL=$ROOT/build/gpu-sel
-SRC=$ROOT/gpu/kernels/mark.cu
 
 prepare() {
   local llvm=${KDL_LLVM_PREFIX:-/usr/lib/llvm-22}
-  local cuda=${CUDA_PATH:-/usr/local/cuda}
   local B=$llvm/bin
-  rm -rf "$SEL" && mkdir -p "$SEL/lib"
-  # Debian ships no OpenMP device runtime (libompdevice); CUDA kernels do
-  # not need it, but the device link asks for it: an empty archive.
-  "$B/llvm-ar" rcs "$SEL/lib/libompdevice.a"
-  local flags=(-x cuda -foffload-via-llvm --cuda-path="$cuda"
-    -Xoffload-linker "-L$SEL/lib" -O2)
-  "$B/clang++" "${flags[@]}" --offload-arch=sm_90 --offload-arch=sm_90a \
-    "$SRC" -o "$SEL/mark" -L"$llvm/lib" -lomp
-  "$B/llvm-objdump" --offloading "$SEL/mark" >"$SEL/mark.offloading.txt"
-  # The two cubins clang made, as files.
-  (cd "$SEL" && "$B/llvm-offload-binary" mark \
-    --image=file=sm_90.cubin,arch=sm_90 --image=file=sm_90a.cubin,arch=sm_90a)
+  rm -rf "$SEL" && mkdir -p "$SEL"
+  kdl_build_mark "$SEL" -L"$llvm/lib" -lomptarget -lomp
   local t=nvptx64-nvidia-cuda
   "$B/llvm-offload-binary" -o "$SEL/sm_90-first.bin" \
     "--image=file=$SEL/sm_90.cubin,triple=$t,arch=sm_90,kind=openmp" \
@@ -53,19 +41,6 @@ prepare() {
   "$B/llvm-offload-binary" -o "$SEL/sm_90a-first.bin" \
     "--image=file=$SEL/sm_90a.cubin,triple=$t,arch=sm_90a,kind=openmp" \
     "--image=file=$SEL/sm_90.cubin,triple=$t,arch=sm_90,kind=openmp"
-  "$B/clang++" "${flags[@]}" --offload-arch=sm_90 --offload-host-only -c \
-    "$SRC" -o "$SEL/host.o"
-  # One binary per image, as clang-linker-wrapper registers them: the
-  # wrapper makes one __tgt_device_image per input file.
-  for a in sm_90 sm_90a; do
-    "$B/llvm-offload-binary" -o "$SEL/$a.bin" \
-      "--image=file=$SEL/$a.cubin,triple=$t,arch=$a,kind=openmp"
-  done
-  "$B/llvm-offload-wrapper" --kind=openmp --triple=x86_64-unknown-linux-gnu \
-    -o "$SEL/wrap.bc" "$SEL/sm_90.bin" "$SEL/sm_90a.bin"
-  "$B/clang++" -Wno-override-module -c "$SEL/wrap.bc" -o "$SEL/wrap.o"
-  "$B/clang++" "$SEL/host.o" "$SEL/wrap.o" -o "$SEL/mark-90-first" \
-    -L"$llvm/lib" -lomptarget -lomp
   # What the series' ranking chooses for these images on an sm_90 device.
   for f in sm_90-first sm_90a-first; do
     "$ROOT/build/overlay/bin/kdl-select" --json \

@@ -20,3 +20,38 @@ kdl_unpack_debs() {
   for f in "$ROOT"/.deb/*.deb; do dpkg-deb -x "$f" /tmp/kdl-deb; done
   export LD_LIBRARY_PATH=/tmp/kdl-deb/usr/lib/llvm-22/lib:/tmp/kdl-deb/usr/lib/x86_64-linux-gnu
 }
+
+# kdl_build_mark DIR LINK...: gpu/kernels/mark.cu built by clang-22 with
+# -foffload-via-llvm for sm_90 and sm_90a as clang registers it (DIR/mark),
+# and its host object with the two cubins registered sm_90 first by
+# llvm-offload-wrapper (DIR/mark-90-first); the cubins, one-image binaries
+# and clang's image list beside them. LINK: how both link libomptarget/libomp.
+kdl_build_mark() {
+  local dir=$1
+  shift
+  local B=${KDL_LLVM_PREFIX:-/usr/lib/llvm-22}/bin t=nvptx64-nvidia-cuda
+  local src=$ROOT/gpu/kernels/mark.cu
+  mkdir -p "$dir/lib"
+  # Debian ships no OpenMP device runtime (libompdevice); CUDA kernels do
+  # not need it, but the device link asks for it: an empty archive.
+  "$B/llvm-ar" rcs "$dir/lib/libompdevice.a"
+  local flags=(-x cuda -foffload-via-llvm --cuda-path="${CUDA_PATH:-/usr/local/cuda}"
+    -Xoffload-linker "-L$dir/lib" -O2)
+  "$B/clang++" "${flags[@]}" --offload-arch=sm_90 --offload-arch=sm_90a \
+    "$src" -o "$dir/mark" "$@"
+  "$B/llvm-objdump" --offloading "$dir/mark" >"$dir/mark.offloading.txt"
+  (cd "$dir" && "$B/llvm-offload-binary" mark \
+    --image=file=sm_90.cubin,arch=sm_90 --image=file=sm_90a.cubin,arch=sm_90a)
+  # One binary per image, as clang-linker-wrapper registers them: the
+  # wrapper makes one __tgt_device_image per input file.
+  for a in sm_90 sm_90a; do
+    "$B/llvm-offload-binary" -o "$dir/$a.bin" \
+      "--image=file=$dir/$a.cubin,triple=$t,arch=$a,kind=openmp"
+  done
+  "$B/clang++" "${flags[@]}" --offload-arch=sm_90 --offload-host-only -c \
+    "$src" -o "$dir/host.o"
+  "$B/llvm-offload-wrapper" --kind=openmp --triple=x86_64-unknown-linux-gnu \
+    -o "$dir/wrap.bc" "$dir/sm_90.bin" "$dir/sm_90a.bin"
+  "$B/clang++" -Wno-override-module -c "$dir/wrap.bc" -o "$dir/wrap.o"
+  "$B/clang++" "$dir/host.o" "$dir/wrap.o" -o "$dir/mark-90-first" "$@"
+}

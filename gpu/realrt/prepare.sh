@@ -119,28 +119,9 @@ gcc -O2 -Wall -Wextra -Werror -DKDL_OL_MAIN -I"$MAIN/usr/lib/llvm-24/include" \
 #    llvm-offload-wrapper; both linked against the tree's libomp and
 #    libomptarget, whose base and series builds travel (the series does not
 #    change libomptarget: the run shows whether anything differs).
-L=/usr/lib/llvm-22/bin
-mkdir -p "$OUT"/omp/{base,series} "$OUT/mark" "$OUT/mark/lib"
-"$L/llvm-ar" rcs "$OUT/mark/lib/libompdevice.a"   # CUDA kernels need no device runtime
-FLAGS=(-x cuda -foffload-via-llvm --cuda-path=/usr/local/cuda -O2
-  -Xoffload-linker "-L$OUT/mark/lib")
-OMP=build/real-22/series/omp/runtime/src
-LINK=(-Lbuild/real-22/series/offload -lomptarget "-L$OMP" -lomp)
-"$L/clang++" "${FLAGS[@]}" --offload-arch=sm_90 --offload-arch=sm_90a \
-  gpu/kernels/mark.cu -o "$OUT/mark/mark" "${LINK[@]}"
-"$L/llvm-objdump" --offloading "$OUT/mark/mark" >"$OUT/mark/mark.offloading.txt"
-(cd "$OUT/mark" && "$L/llvm-offload-binary" mark \
-  --image=file=sm_90.cubin,arch=sm_90 --image=file=sm_90a.cubin,arch=sm_90a)
-for a in sm_90 sm_90a; do
-  "$L/llvm-offload-binary" -o "$OUT/mark/$a.bin" \
-    "--image=file=$OUT/mark/$a.cubin,triple=nvptx64-nvidia-cuda,arch=$a,kind=openmp"
-done
-"$L/clang++" "${FLAGS[@]}" --offload-arch=sm_90 --offload-host-only -c \
-  gpu/kernels/mark.cu -o "$OUT/mark/host.o"
-"$L/llvm-offload-wrapper" --kind=openmp --triple=x86_64-unknown-linux-gnu \
-  -o "$OUT/mark/wrap.bc" "$OUT/mark/sm_90.bin" "$OUT/mark/sm_90a.bin"
-"$L/clang++" -Wno-override-module -c "$OUT/mark/wrap.bc" -o "$OUT/mark/wrap.o"
-"$L/clang++" "$OUT/mark/host.o" "$OUT/mark/wrap.o" -o "$OUT/mark/mark-90-first" "${LINK[@]}"
+mkdir -p "$OUT"/omp/{base,series}
+kdl_build_mark "$ROOT/$OUT/mark" -L"$ROOT/build/real-22/series/offload" -lomptarget \
+  -L"$ROOT/build/real-22/series/omp/runtime/src" -lomp
 for v in base series; do
   cp build/real-22/$v/offload/libomptarget.so.22.1 "$OUT/omp/$v/"
   cp build/real-22/$v/omp/runtime/src/libomp.so "$OUT/omp/$v/"
