@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import logging
 import shutil
+import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -57,7 +58,7 @@ class Toolchain:
         """*host* as the toolchain sees it (inside the root, if any)."""
         return "/" + str(host.relative_to(self.root)) if self.root else str(host)
 
-    def run(self, argv: list[str], **kwargs: Any) -> Any:
+    def run(self, argv: list[str], **kwargs: Any) -> subprocess.CompletedProcess[bytes]:
         if self.root:
             return run_in(self.root, argv, **kwargs)
         return proc.run(argv, **kwargs)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import re
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -50,12 +51,12 @@ def package_names(major: int) -> list[str]:
 
 def run_in(
     root: Path, argv: list[str], **kwargs: Any
-) -> Any:  # subprocess.CompletedProcess[bytes]
+) -> subprocess.CompletedProcess[bytes]:
     """Run *argv* inside *root* (``chroot``)."""
     return proc.run(["chroot", str(root), *argv], **kwargs)
 
 
-def _apt(root: Path, *args: str, **kwargs: Any) -> Any:
+def _apt(root: Path, *args: str, **kwargs: Any) -> subprocess.CompletedProcess[bytes]:
     return run_in(
         root,
         ["env", "DEBIAN_FRONTEND=noninteractive", "apt-get", "-qq", *args],
