@@ -226,6 +226,12 @@ def build_parser() -> argparse.ArgumentParser:
         "compares check-offload and check-offload-unit test by test",
     )
     p.add_argument("--filter", metavar="REGEX", help="LIT_FILTER for both suites")
+    p.add_argument(
+        "--main",
+        action="store_true",
+        help="run the suite with LLVM main's tools (the main tree, made if "
+        "needed) instead of the installed LLVM's",
+    )
 
     p = add(
         "bench", "results.bench:cmd_bench", "measure selection cost against first-wins"

@@ -1,7 +1,10 @@
 """The README's two commands: ``kdl all`` (the main job) and ``kdl selftest``.
 
-Both run end to end on Debian's LLVM 22 with no llvm-project checkout. Each
-step is a library call of another module, or a tool run through
+Both run end to end with no llvm-project checkout of the user's: the two real
+trees come from Debian's registry (:mod:`kdl.trees`), the overlay and the lit
+suite use the installed LLVM 22, and the lit suite runs again with main's
+tools from the main tree (:mod:`kdl.build.litmain`). Each step is a library
+call of another module, or a tool run through
 :mod:`kdl.proc`; this module only orders them and reports where the results
 went.
 """
@@ -122,8 +125,10 @@ def real_trees() -> tuple[int, int, list[str], list[str]]:
 
 
 def cmd_all(args: argparse.Namespace) -> int:
-    """Build against LLVM 22, run unit tests and the lit suite, draft the RFC."""
+    """The series on the real trees; the overlay, its unit tests and the lit
+    suite with LLVM 22's tools and with main's; the RFC drafts."""
     from kdl.build.lit import run_lit
+    from kdl.build.litmain import NOT_RUN, run_lit_main
     from kdl.build.overlay import build_overlay
 
     start = time.monotonic()
@@ -131,6 +136,7 @@ def cmd_all(args: argparse.Namespace) -> int:
     overlay = build_overlay()
     unit = proc.run(_unittest_argv(overlay.unittests), check=False)
     lit = run_lit(overlay=overlay)
+    lit_main = run_lit_main(overlay.bin_dir)
     posts, problems = _draft_and_check_rfc()
     for line in problems:
         print(line)
@@ -140,13 +146,18 @@ def cmd_all(args: argparse.Namespace) -> int:
     print(f"overlay build:  {overlay.build_dir}")
     state = "passed" if unit.returncode == 0 else "FAILED"
     print(f"unit tests:     {UNITTEST_RESULTS} ({state})")
-    print(f"lit results:    {lit.results_file} ({lit.summary()})")
+    print(f"lit results:    {lit.results_file} ({lit.summary()}; LLVM 22's tools)")
+    print(
+        f"lit results:    {lit_main.results_file} ({lit_main.summary()}; "
+        f"main's tools, not run: {', '.join(NOT_RUN)})"
+    )
     for post in posts:
         print(f"RFC draft:      {post}")
     print(f"RFC check:      {len(problems)} problems")
     print(f"done in {time.monotonic() - start:.0f} s")
     real_ok = not real_problems and r_fail == 0 and r_pass > 0
-    return 0 if lit.ok and unit.returncode == 0 and not problems and real_ok else 1
+    lit_ok = lit.ok and lit_main.ok
+    return 0 if lit_ok and unit.returncode == 0 and not problems and real_ok else 1
 
 
 def _step(name: str, argv: list[str]) -> bool:
@@ -242,9 +253,22 @@ def cmd_selftest(args: argparse.Namespace) -> int:
         f"{p_pass} passed, {p_fail} failed, {p_skip} skipped",
     )
 
-    print("\n=== lit suite (llvm-tests)", flush=True)
+    print("\n=== lit suite (llvm-tests), LLVM 22's tools", flush=True)
     lit = run_lit(overlay=overlay)
     stage("lit", lit.ok, lit.summary())
+    lit_passed, lit_failed = lit.passed, lit.failed + lit.unsupported
+    if full:
+        from kdl.build.litmain import NOT_RUN, run_lit_main
+
+        print("\n=== lit suite (llvm-tests), main's tools (the sid root)", flush=True)
+        try:
+            main_lit = run_lit_main(overlay.bin_dir)
+            ok, detail = main_lit.ok, main_lit.summary()
+            lit_passed += main_lit.passed
+            lit_failed += main_lit.failed + main_lit.unsupported
+        except WorkspaceError as exc:
+            ok, detail = False, str(exc)
+        stage("lit, main's tools", ok, f"{detail}; not run: {', '.join(NOT_RUN)}")
 
     print(
         f"\n=== libFuzzer on the ranking and the container reader "
@@ -261,8 +285,8 @@ def cmd_selftest(args: argparse.Namespace) -> int:
         print(line)
     stage("rfc --check", not problems, f"{len(posts)} drafts, {len(problems)} problems")
 
-    passed = g_pass + p_pass + lit.passed + r_pass
-    failed = g_fail + p_fail + p_skip + lit.failed + lit.unsupported + r_fail
+    passed = g_pass + p_pass + lit_passed + r_pass
+    failed = g_fail + p_fail + p_skip + lit_failed + r_fail
     print()
     for line in stages.values():
         print(f"  {line}")

@@ -213,6 +213,49 @@ if llvm_mc:
             features.add(feature + "-registered-target")
 
 
+def probe_offload_binary_version():
+    """The OffloadBinary format version llvm-offload-binary writes.
+
+    LLVM 22 writes version 1 (one image per binary, and its readers take
+    nothing newer); main writes version 3 (several entries per binary,
+    optionally compressed), and its readers take 1 to 3. The tests that
+    depend on it say so with the feature offload-binary-v<N>. The probe
+    writes under test_exec_root, which the tools see wherever they run.
+    """
+    tool = lit.util.which("llvm-offload-binary", config.llvm_tools_dir)
+    if not tool:
+        return None
+    os.makedirs(config.test_exec_root, exist_ok=True)
+    with tempfile.TemporaryDirectory(
+        prefix="kdl-lit-", dir=config.test_exec_root
+    ) as tmp:
+        image = os.path.join(tmp, "image")
+        out = os.path.join(tmp, "probe.bin")
+        with open(image, "w") as f:
+            f.write("probe\n")
+        run = subprocess.run(
+            [tool, "-o", out, f"--image=file={image},triple=x86_64,arch=generic"],
+            capture_output=True,
+            check=False,
+        )
+        try:
+            with open(out, "rb") as f:
+                header = f.read(8)
+        except OSError:
+            header = b""
+        if run.returncode != 0 or header[:4] != b"\x10\xff\x10\xad":
+            lit_config.fatal(
+                f"{tool} did not write an OffloadBinary: "
+                f"{run.stderr.decode(errors='replace').strip()}"
+            )
+        return int.from_bytes(header[4:8], "little")
+
+
+offload_binary_version = probe_offload_binary_version()
+if offload_binary_version is not None:
+    features.add(f"offload-binary-v{offload_binary_version}")
+
+
 def probe_host_offload():
     """Build and run an OpenMP target region on the x86_64 host plugin.
 

@@ -140,6 +140,8 @@ def lit_argv(
     output: Path,
     filter: str | None = None,
     extra_params: dict[str, str] | None = None,
+    *,
+    filter_out: str | None = None,
 ) -> list[str]:
     """The lit command line: every test's result line, output of failures."""
     argv = [*lit_command(), "-v", "--order=lexical"]
@@ -150,6 +152,8 @@ def lit_argv(
     argv += ["--output", str(output)]
     if filter:
         argv += ["--filter", filter]
+    if filter_out:
+        argv += ["--filter-out", filter_out]
     argv.append(str(suite))
     return argv
 
@@ -180,16 +184,27 @@ def run_lit(
     results_dir: Path = LIT_RESULTS,
     dirs: ToolDirs | None = None,
     extra_params: dict[str, str] | None = None,
+    exec_root: Path = LIT_EXEC_ROOT,
+    not_run: dict[str, str] | None = None,
+    prefix: list[str] | None = None,
 ) -> LitResult:
     """Run the lit suite and write ``results_dir/<suite>.json`` + summary.json.
 
-    *filter* is lit's ``--filter`` regular expression. lit's own output
-    (one line per test, the output of failing tests) goes to the terminal.
+    *filter* is lit's ``--filter`` regular expression. *not_run* maps the
+    directories of the suite this configuration leaves out to the reason
+    (lit's ``--filter-out``; the summary lists them); *prefix* is a command
+    lit runs under. lit's own output (one line per test, the output of
+    failing tests) goes to the terminal.
     """
     if dirs is None:
         dirs = tool_dirs(overlay, build_dir)
     results_file = results_dir / f"{suite.name}.json"
-    argv = lit_argv(suite, dirs, results_file, filter, extra_params)
+    params = {"test_exec_root": str(exec_root), **(extra_params or {})}
+    filter_out = ":: (" + "|".join(sorted(not_run)) + ")/" if not_run else None
+    argv = [
+        *(prefix or []),
+        *lit_argv(suite, dirs, results_file, filter, params, filter_out=filter_out),
+    ]
     if not proc.DRY_RUN:
         results_dir.mkdir(parents=True, exist_ok=True)
         results_file.unlink(missing_ok=True)
@@ -228,7 +243,9 @@ def run_lit(
             "llvm_tools_dir": str(dirs.llvm_tools_dir),
             "kdl_tools_dir": str(dirs.kdl_tools_dir),
             "filter": filter,
+            "test_exec_root": str(exec_root),
         },
+        "not_run": dict(sorted((not_run or {}).items())),
         "tools": tool_versions(dirs),
         "workspace": describe_tree(paths.ROOT),
         "counts": {
@@ -240,7 +257,7 @@ def run_lit(
         },
         "failures": failures,
         "results_file": str(results_file),
-        "example": read_example(suite),
+        "example": read_example(suite, exec_root),
     }
     summary_file.write_text(json.dumps(summary, indent=2) + "\n")
     return LitResult(
@@ -273,12 +290,12 @@ def _lit_version() -> str | None:
         return None
 
 
-def read_example(suite: Path) -> dict[str, Any] | None:
+def read_example(suite: Path, exec_root: Path = LIT_EXEC_ROOT) -> dict[str, Any] | None:
     """What first-compatible-wins.test left in its %t files, if it ran."""
     if suite != paths.LLVM_TESTS:
         return None
     test = Path(EXAMPLE_TEST)
-    base = LIT_EXEC_ROOT / test.parent / "Output" / f"{test.name}.tmp"
+    base = exec_root / test.parent / "Output" / f"{test.name}.tmp"
     example: dict[str, Any] = {"test": f"llvm-tests/{EXAMPLE_TEST}"}
     for key, suffix in EXAMPLE_FILES.items():
         path = Path(f"{base}.{suffix}")
@@ -311,6 +328,15 @@ def cmd_test(args: argparse.Namespace) -> int:
     llvm: Path | None = getattr(args, "llvm", None)
     if args.check_offload and llvm is not None:
         return 0 if _check_offload_against_base(llvm, build_dir) else 1
+    if getattr(args, "main", False):
+        if args.check_offload or build_dir is not None or args.filter:
+            raise UsageError("--main takes no other option")
+        from kdl.build.litmain import run_lit_main
+
+        lit = run_lit_main(_overlay(None).bin_dir)
+        print(f"\nllvm-tests with main's tools: {lit.summary()}")
+        print(f"lit results: {lit.results_file}")
+        return 0 if lit.ok else 1
     lit = run_lit(build_dir=build_dir, filter=args.filter)
     print(f"\nllvm-tests: {lit.summary()}")
     print(f"lit results: {lit.results_file}")

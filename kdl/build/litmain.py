@@ -1,0 +1,137 @@
+"""The llvm-tests lit suite with LLVM main's tools, from the main tree.
+
+Main's binaries (Debian's snapshot of main, in the sid root of ``kdl tree
+main``) need the root's glibc, so each LLVM tool the suite uses is a small
+script in ``build/main-tools/bin`` that runs it inside the root (chroot).
+lit itself, the workspace's Python and its kdl-select stay on this machine:
+the workspace is bind-mounted into the root at its own path, so every path
+a RUN line names is the same file on both sides. The bind mount lives in a
+mount namespace of the lit run (``unshare --mount``): it ends with the run,
+killed or not, and the machine never sees it.
+
+What this run does not cover, and why, is in :data:`NOT_RUN` and in the
+summary it writes (``results/lit/main/summary.json``).
+"""
+
+from __future__ import annotations
+
+import logging
+import shlex
+from pathlib import Path
+
+from kdl import paths
+from kdl.build.lit import LitResult, ToolDirs, run_lit
+from kdl.errors import WorkspaceError
+from kdl.trees.common import Tree
+
+log = logging.getLogger("kdl")
+
+#: The LLVM tools the suite runs (lit.cfg.py's substitutions). ``not`` is
+#: left to lit's builtin: main's would run the next command in the root too,
+#: and the workspace's kdl-select does not run there.
+TOOLS = (
+    "FileCheck",
+    "count",
+    "llvm-offload-binary",
+    "llvm-offload-wrapper",
+    "llvm-mc",
+    "ld.lld",
+    "llc",
+    "llvm-as",
+    "llvm-objdump",
+    "llvm-readelf",
+    "llvm-objcopy",
+    "clang",
+)
+
+#: Directories of the suite this configuration leaves out, and why.
+NOT_RUN = {
+    "runtime": (
+        "programs built by main's clang link main's libomptarget and run only "
+        "in the sid root; the tests preload the shim, built for LLVM 22's "
+        "libomptarget"
+    ),
+    "mlir": (
+        "#gpu.runtime_select exists only in the overlay's MLIR 22 tools; "
+        "main's mlir-opt does not have it"
+    ),
+}
+
+#: Where the wrappers, lit's %t files and the results of this run go.
+TOOLS_DIR = paths.BUILD / "main-tools" / "bin"
+EXEC_ROOT = paths.BUILD / "llvm-tests-main"
+RESULTS = paths.RESULTS / "lit" / "main"
+
+#: Inside the root: the tool's own PATH, and temporary files in the root's
+#: /tmp (lit points TMPDIR at a directory the root does not have).
+_SCRIPT = """\
+#!/bin/sh
+# LLVM main's {tool}, run in the sid root {root} ({version}).
+# Written by kdl (kdl/build/litmain.py); the workspace must be bind-mounted
+# there at its own path, as `kdl test --main` does.
+exec chroot {root} /usr/bin/env PATH={prefix}/bin:/usr/bin:/bin \\
+  TMPDIR=/tmp TMP=/tmp TEMP=/tmp \\
+  /bin/sh -c 'cd "$0" 2>/dev/null || cd /; exec "$@"' "$PWD" \\
+  {prefix}/bin/{tool} "$@"
+"""
+
+
+def write_wrappers(tree: Tree, bin_dir: Path = TOOLS_DIR) -> Path:
+    """One script per tool in *bin_dir*; rewritten only where it changed."""
+    prefix = str(tree.record.get("prefix") or f"/usr/lib/llvm-{tree.record['major']}")
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    for tool in TOOLS:
+        if not (tree.path / prefix.lstrip("/") / "bin" / tool).exists():
+            raise WorkspaceError(f"{tree.path}: main's {prefix}/bin/{tool} is missing")
+        text = _SCRIPT.format(
+            tool=tool,
+            root=shlex.quote(str(tree.path)),
+            prefix=prefix,
+            version=tree.record.get("version"),
+        )
+        script = bin_dir / tool
+        if not script.is_file() or script.read_text() != text:
+            script.write_text(text)
+            script.chmod(0o755)
+    return bin_dir
+
+
+def namespace_prefix(root: Path, workspace: Path = paths.ROOT) -> list[str]:
+    """The command lit runs under: the workspace bind-mounted into *root* at
+    its own path, in a mount namespace of its own."""
+    inside = root / str(workspace).lstrip("/")
+    inside.mkdir(parents=True, exist_ok=True)
+    mount = 'mount --bind "$1" "$2" && shift 2 && exec "$@"'
+    return [
+        "unshare",
+        "--mount",
+        "--propagation",
+        "private",
+        "--",
+        "sh",
+        "-c",
+        mount,
+        "sh",
+        str(workspace),
+        str(inside),
+    ]
+
+
+def run_lit_main(kdl_tools_dir: Path, tree: Tree | None = None) -> LitResult:
+    """The suite with main's LLVM tools and the workspace's *kdl_tools_dir*
+    (the main tree is made first if it is not there)."""
+    if tree is None:
+        from kdl import trees
+
+        tree = trees.ensure("main")
+    dirs = ToolDirs(write_wrappers(tree), kdl_tools_dir)
+    return run_lit(
+        dirs=dirs,
+        results_dir=RESULTS,
+        exec_root=EXEC_ROOT,
+        # The host-offload probe builds in /tmp, which the root does not see;
+        # the tests that need it are among NOT_RUN.
+        extra_params={"host_offload": "0"},
+        not_run=NOT_RUN,
+        prefix=namespace_prefix(tree.path),
+    )
