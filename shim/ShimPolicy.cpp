@@ -27,7 +27,7 @@ namespace shim {
 
 DeviceFamily familyOf(const OffloadEntry &C) {
   if (C.InBinary)
-    return familyOf(Triple(C.Triple));
+    return familyOf(parseTriple(C.Triple));
   Expected<std::unique_ptr<ObjectFile>> Obj =
       ObjectFile::createObjectFile(MemoryBufferRef(C.Image, ""));
   if (!Obj) {
@@ -44,7 +44,7 @@ Selection selectImage(const DeviceInfo &Device,
                       ArrayRef<const OffloadEntry *> Candidates,
                       std::optional<StringRef> Tag, bool Report) {
   Selection S;
-  PluginDevice Plugin{Triple(Device.Triple), Device.Arch, Device.Arch, {}};
+  PluginDevice Plugin{parseTriple(Device.Triple), Device.Arch, Device.Arch, {}};
   SmallVector<StringRef, 16> Features(Device.Features.begin(),
                                       Device.Features.end());
   ImageDevice Dev{Device.Arch, std::nullopt};

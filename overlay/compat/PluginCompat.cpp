@@ -16,6 +16,7 @@
 
 #include "PluginCompat.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/BinaryFormat/ELF.h"
 #include "llvm/BinaryFormat/Magic.h"
 #include "llvm/Bitcode/BitcodeReader.h"
@@ -157,6 +158,17 @@ static bool amdgpuAccepts(const ELF64LEObjectFile &Obj,
   return false;
 }
 
+Triple kdl::parseTriple(StringRef Name) {
+  auto [Arch, Rest] = Name.split('-');
+  // "amdgpu" alone, or followed by a GFX version such as 9.42, 9.0a, 11.
+  StringRef Version = Arch;
+  if (!Version.consume_front("amdgpu") ||
+      (!Version.empty() && !isDigit(Version.front())) ||
+      Version.find_first_not_of("0123456789abcdefABCDEF._") != StringRef::npos)
+    return Triple(Name);
+  return Triple(Rest.empty() ? "amdgcn" : ("amdgcn-" + Rest).str());
+}
+
 bool kdl::pluginAccepts(StringRef Image, const PluginDevice &Device,
                         std::string &Why) {
   uint16_t Machine = getPluginMachine(Device.Triple);
@@ -189,7 +201,7 @@ bool kdl::pluginAccepts(StringRef Image, const PluginDevice &Device,
       Why = "malformed bitcode";
       return false;
     }
-    if (Triple(*TripleOrErr).getArch() == Device.Triple.getArch())
+    if (parseTriple(*TripleOrErr).getArch() == Device.Triple.getArch())
       return true;
     Why = "bitcode is for " + *TripleOrErr;
     return false;

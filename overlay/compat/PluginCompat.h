@@ -30,6 +30,14 @@
 
 namespace kdl {
 
+/// \p Name as a triple of this LLVM 22 build, main's AMDGPU spellings
+/// included. Main names the architecture `amdgpu`, with a subarch per GFX
+/// version: clang-24 writes `amdgpu9.42-amd-amdhsa` for gfx942 and
+/// `amdgpu9.0a-amd-amdhsa` for gfx90a. LLVM 22 knows that architecture only
+/// as `amdgcn`; the subarch is dropped because the processor is the entry's
+/// `arch` (or the code object's e_flags), which is what the checks read.
+llvm::Triple parseTriple(llvm::StringRef Name);
+
 /// A device as its plugin describes it.
 struct PluginDevice {
   llvm::Triple Triple;

@@ -151,7 +151,7 @@ static Expected<DeviceArgs> parseDeviceSpec(StringRef Spec) {
 }
 
 static Error checkDevice(const DeviceArgs &Args) {
-  Triple T(Args.Triple);
+  Triple T = kdl::parseTriple(Args.Triple);
   if (T.isNVPTX()) {
     unsigned SM;
     StringRef Arch = Args.Arch;
@@ -257,7 +257,7 @@ static Answer answer(const Question &Q) {
   if (Entries.empty())
     return fail(Name + ": no offloading image found");
 
-  kdl::PluginDevice Device{Triple(Args->Triple),
+  kdl::PluginDevice Device{kdl::parseTriple(Args->Triple),
                            StringRef(Args->Arch).split(':').first.str(),
                            Args->Arch,
                            {Args->ISAs.begin(), Args->ISAs.end()}};
