@@ -1,24 +1,25 @@
-"""Property test of ``kdl-select`` (series v2) against an independent model.
+"""Property test of ``kdl-select`` (series v3) against an independent model.
 
 Each example draws a device and a set of images: cubin headers of several
 compute capabilities (CUDA ELF ABI 1 and 2, some architecture-specific),
-AMDGPU code-object headers (specific and generic processors, xnack modes),
-and images no plugin accepts, each with random selection keys, some
-malformed. The model below is written from the plugins' rules and the
-documented ranking, not from the C++:
+AMDGPU code-object headers (specific and generic processors, xnack modes,
+the entry's arch naming the target ID), and images no plugin accepts, each
+with random keys, some malformed. The model below is written from the
+plugins' rules and the documented ranking (patches/release-22.x 0003's
+message), not from the C++:
 
 * acceptance: the CUDA plugin's same-major, minor-at-most rule; the AMDGPU
   plugin's processor match against the agent's ISAs with the xnack rule;
   nothing across vendors; nothing that is not an ELF image;
-* ranking: requirements met, then variant_priority, then fit (exact,
-  compatible, generic, and last an sm_XYa cubin on another compute
-  capability, which the plugin accepts and no driver runs), then
-  closeness; an image with a malformed key cannot be ranked; the first
-  accepted image is kept unless a later one, ranked, scores strictly higher.
+* ranking, from the entry's arch only (keys change nothing): an NVPTX
+  arch-specific variant of the device, an AMDGPU target ID of the device's
+  processor, the device's arch, a generic processor, other accepted code;
+  within a fit the higher compute capability; last an arch-specific cubin
+  of another compute capability; ties in the file's order.
 
 For every set: each image's acceptance and the choice are the model's, the
-choice is accepted, a choice other than today's (the first accepted) scores
-strictly higher than it, and adding an image no plugin accepts never
+choice is accepted, a choice other than today's (the first accepted) ranks
+strictly better than it, and adding an image no plugin accepts never
 changes the choice. Hypothesis runs derandomized, so every run checks the
 same sets; explicit examples pin each rule. All questions go to one
 ``kdl-select --batch`` process (tests/offload/test_select.py checks that its
@@ -66,7 +67,8 @@ SMS = (75, 80, 86, 87, 89, 90, 100, 103, 120)
 MACH = {"gfx90a": 0x3F, "gfx942": 0x4C, "gfx950": 0x4F, "gfx9-4-generic": 0x5F}
 #: EF_AMDGPU_FEATURE_XNACK_*_V4: None is "any".
 XNACK = {None: 0x100, "-": 0x200, "+": 0x300}
-FIT = {"mismatch": 0, "generic": 1, "compatible": 2, "exact": 3}
+#: The fits, best first (EntryFit in overlay/tools/kdl-select/EntryFit.h).
+FIT = ("arch-specific", "target-id", "exact", "generic", "compatible", "mismatch")
 
 
 @dataclass(frozen=True)
@@ -92,8 +94,11 @@ class Img:
             return header + tag
         return b"junk" + tag
 
-    def key(self, name: str) -> str | None:
-        return dict(self.keys).get(name)
+    def entry_arch(self) -> str:
+        """The entry's "arch": an AMDGPU target ID carries the xnack mode."""
+        if self.kind == "amdgpu" and self.xnack is not None:
+            return f"{self.arch}:xnack{self.xnack}"
+        return self.arch or "junk"
 
 
 @dataclass(frozen=True)
@@ -131,35 +136,28 @@ def accepts(img: Img, dev: Device) -> bool:
     return False
 
 
-def malformed(img: Img) -> bool:
-    prio, min_sm = img.key("variant_priority"), img.key("min_sm")
-    return (prio is not None and not prio.isdigit()) or (
-        min_sm is not None and not min_sm.isdigit()
-    )
-
-
-def score(img: Img, dev: Device) -> tuple[int, int, int, int] | None:
-    """(requirements met, priority, fit, closeness), or None: cannot be ranked."""
-    if malformed(img):
-        return None
-    met = 1
-    min_sm = img.key("min_sm")
-    if min_sm is not None and dev.triple == NVPTX:
-        met = int(sm_of(dev.arch) >= int(min_sm))
-    priority = int(img.key("variant_priority") or 0)
+def rank(img: Img, dev: Device) -> tuple[bool, int, int]:
+    """(does not run, fit, order within the fit): lower ranks better."""
+    arch = img.entry_arch()
     if img.kind == "cubin":
-        exact = sm_of(img.arch) == sm_of(dev.arch)
-        if img.arch.endswith("a") and not exact:
-            # Accepted by the plugin, run by no driver: below everything.
-            return met, priority, FIT["mismatch"], 0
-        closeness = 4 * sm_of(img.arch) * 10 + (2 if img.arch.endswith("a") else 0)
-        return met, priority, FIT["exact" if exact else "compatible"], closeness
+        order = -sm_of(arch)
+        if arch.endswith("a"):
+            # sm_100a on 10.3: accepted by the plugin, run by no driver.
+            fit = "arch-specific" if arch[:-1] == dev.arch else "mismatch"
+        else:
+            fit = "exact" if arch == dev.arch else "compatible"
+        return fit == "mismatch", FIT.index(fit), order
     processor = dev.arch.split(":")[0]
-    if img.arch == processor:
-        return met, priority, FIT["exact"], 0
-    if img.arch.endswith("-generic"):
-        return met, priority, FIT["generic"], 1
-    return met, priority, FIT["compatible"], 0
+    if arch == processor:
+        fit = "exact"
+    elif arch.split(":")[0] == processor:
+        # Modes the plugin has checked against the agent's.
+        fit = "target-id"
+    elif "generic" in arch:
+        fit = "generic"
+    else:
+        fit = "compatible"
+    return False, FIT.index(fit), 0
 
 
 def model(imgs: Sequence[Img], dev: Device) -> tuple[int | None, int | None]:
@@ -167,15 +165,8 @@ def model(imgs: Sequence[Img], dev: Device) -> tuple[int | None, int | None]:
     accepted = [i for i, img in enumerate(imgs) if accepts(img, dev)]
     if not accepted:
         return None, None
-    first = accepted[0]
-    best, best_score = first, score(imgs[first], dev)
-    if best_score is None or len(accepted) == 1:
-        return first, first
-    for i in accepted[1:]:
-        s = score(imgs[i], dev)
-        if s is not None and s > best_score:
-            best, best_score = i, s
-    return best, first
+    best = min(accepted, key=lambda i: (rank(imgs[i], dev), i))
+    return best, accepted[0]
 
 
 # --- Drawing cases ----------------------------------------------------------------
@@ -239,7 +230,7 @@ def pack(path: Path, imgs: Sequence[Img], dev: Device) -> None:
                 img.payload(),
                 [
                     ("triple", triple.get(img.kind, dev.triple)),
-                    ("arch", img.arch or "junk"),
+                    ("arch", img.entry_arch()),
                     *img.keys,
                 ],
                 kind="o",
@@ -302,10 +293,7 @@ def check(
     ), case
     if want_selected is not None and want_selected != want_first:
         assert want_first is not None
-        first_score = score(imgs[want_first], dev)
-        chosen_score = score(imgs[want_selected], dev)
-        assert first_score is not None and chosen_score is not None
-        assert chosen_score > first_score, case
+        assert rank(imgs[want_selected], dev) < rank(imgs[want_first], dev), case
 
     # An image no plugin accepts changes nothing.
     extra = Img("junk", uid=len(imgs))
@@ -325,7 +313,7 @@ PINNED = [
     (SM90, [Img("cubin", "sm_90"), Img("cubin", "sm_90a", uid=1)], 0),
     # gfx942 over gfx9-4-generic, the case #139147 reports.
     (GFX942, [Img("amdgpu", "gfx9-4-generic"), Img("amdgpu", "gfx942", uid=1)], 2),
-    # A malformed key: never chosen over an earlier image, kept when first.
+    # Keys change nothing: a malformed priority, an unmet min_sm, a priority.
     (
         Device(NVPTX, "sm_86"),
         [
@@ -334,9 +322,7 @@ PINNED = [
         ],
         1,
     ),
-    # An unmet min_sm ranks last but stays loadable.
     (Device(NVPTX, "sm_86"), [Img("cubin", "sm_80", keys=(("min_sm", "90"),))], 0),
-    # Priority over fit.
     (
         Device(NVPTX, "sm_86"),
         [
@@ -350,6 +336,18 @@ PINNED = [
         Device(NVPTX, "sm_103"),
         [Img("cubin", "sm_100a"), Img("cubin", "sm_100", uid=1)],
         0,
+    ),
+    # The closest compute capability that runs: sm_86 before sm_80 on 8.7.
+    (
+        Device(NVPTX, "sm_87"),
+        [Img("cubin", "sm_80"), Img("cubin", "sm_86", uid=1)],
+        0,
+    ),
+    # The code object for the agent's xnack mode before code for either mode.
+    (
+        Device(AMDGCN, "gfx90a:xnack+"),
+        [Img("amdgpu", "gfx90a"), Img("amdgpu", "gfx90a", "+", uid=1)],
+        1,
     ),
 ]
 
@@ -367,6 +365,8 @@ PINNED = [
 @example(PINNED[3])
 @example(PINNED[4])
 @example(PINNED[5])
+@example(PINNED[6])
+@example(PINNED[7])
 def test_selection_matches_the_model(
     select: Selector, case: tuple[Device, list[Img], int]
 ) -> None:
@@ -379,7 +379,7 @@ def test_selection_matches_the_model(
     ("dev", "imgs", "want"),
     [
         (dev, imgs, want)
-        for (dev, imgs, _), want in zip(PINNED, [1, 1, 0, 0, 1, 1], strict=True)
+        for (dev, imgs, _), want in zip(PINNED, [1, 1, 0, 0, 0, 1, 1, 1], strict=True)
     ],
 )
 def test_model_on_the_pinned_cases(dev: Device, imgs: list[Img], want: int) -> None:

@@ -7,24 +7,27 @@
 //===----------------------------------------------------------------------===//
 //
 // kdl-select reads the OffloadBinary images of a file (a raw binary,
-// concatenated binaries of versions 1 and 2, or an object file with a
+// concatenated binaries of versions 1 to 3, or an object file with a
 // .llvm.offloading section) with the workspace's container reader
 // (container/OffloadEntries.h, the shim's), checks each as the device's offload
-// plugin would (compat/PluginCompat.h), orders the accepted ones with the
-// series' ranking (llvm/Frontend/Offloading/ImageRanking.h) and prints every
-// verdict, the image today's runtime loads (the first accepted) and the ranked
-// choice:
+// plugin would (compat/PluginCompat.h), orders the accepted ones as the series
+// does (v3, EntryFit.h: how the entry's arch and ImageKind fit the device) and
+// prints every verdict, the image today's runtime loads (the first accepted)
+// and the series' choice:
 //
 //   image 0: rejected: sm_80 cubin does not run on compute capability 9.0
 //   image 1: rank 2: sm_90, exact fit
-//   image 2: rank 1: sm_90a, exact fit
+//   image 2: rank 1: sm_90a, arch-specific fit
 //   first compatible: image 1
-//   selected: image 2 (sm_90a, exact fit); image 1: not chosen (sm_90,
-//   exact fit)
+//   selected: image 2 (sm_90a, arch-specific fit); image 1: not chosen
+//   (sm_90, exact fit)
 //
-// Exit status: 0 when an image is selected, 1 when the plugin accepts none,
-// 2 for bad arguments or an unreadable file. Bytes from the file that are not
-// printable ASCII are written as \xNN in text output.
+// The runtime tries the accepted images in rank order down to the first
+// compatible one, so the ranks above it are its fallbacks. Exit status: 0 when
+// an image is selected, 1 when the plugin accepts none, 2 for bad arguments or
+// an unreadable file. Bytes from the file that are not printable ASCII are
+// written as \xNN in text output. --tag is accepted and ignored (with a
+// note): the ranking reads no key of the entry.
 //
 // --batch answers many questions in one process: each line of standard input
 // is a JSON object {"device": SPEC, "file": PATH, "tag": TAG (optional)}, and
@@ -35,11 +38,11 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "EntryFit.h"
 #include "OffloadEntries.h"
 #include "PluginCompat.h"
 
 #include "llvm/ADT/STLExtras.h"
-#include "llvm/Frontend/Offloading/ImageRanking.h"
 #include "llvm/Object/OffloadBinary.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Format.h"
@@ -56,7 +59,6 @@
 
 using namespace llvm;
 using namespace llvm::object;
-using namespace llvm::offloading;
 
 static cl::OptionCategory SelectCategory("kdl-select options");
 
@@ -70,7 +72,9 @@ static cl::opt<std::string>
                cl::cat(SelectCategory));
 
 static cl::opt<std::string>
-    RequiredTag("tag", cl::desc("Select only an image with this variant_tag"),
+    RequiredTag("tag",
+                cl::desc("Accepted and ignored: the ranking (series v3) reads "
+                         "no variant_tag"),
                 cl::value_desc("TAG"), cl::cat(SelectCategory));
 
 static cl::opt<bool> JSONOutput("json",
@@ -176,13 +180,14 @@ static Error checkDevice(const DeviceArgs &Args) {
 namespace {
 /// One image of the input and the plugin's verdict on it.
 struct Verdict {
-  const kdl::OffloadEntry *Entry;
+  const kdl::OffloadEntry *Entry = nullptr;
   bool Accepted = false;
-  /// Why the plugin rejects the image or, once ranked, how it fits.
+  /// Why the plugin rejects the image or, if it accepts it, how it fits.
   std::string Detail;
+  /// How an accepted image ranks for the device.
+  kdl::EntryRank Rank;
   /// Position among the accepted images, best first (1-based), if accepted.
-  unsigned Rank = 0;
-  ImageCandidate Candidate;
+  unsigned Position = 0;
 };
 
 /// One question: a device, a file, and perhaps a tag.
@@ -199,22 +204,10 @@ struct Answer {
   std::string Text;
   int Status = ExitSelected;
   std::string Error;
-  /// Set when a tag was asked for and no image has it.
+  /// Set when a tag was asked for: the ranking reads no key.
   bool TagIgnored = false;
 };
 } // namespace
-
-static StringRef getSelectionName(ImageSelectionKind Kind) {
-  switch (Kind) {
-  case ImageSelectionKind::Single:
-    return "single";
-  case ImageSelectionKind::Ranked:
-    return "ranked";
-  case ImageSelectionKind::FirstUnranked:
-    return "first-unranked";
-  }
-  llvm_unreachable("unknown selection kind");
-}
 
 /// \p S as a JSON string (copied: a json::Value made from a StringRef only
 /// refers to it, and the document outlives the file's buffer), or null.
@@ -229,6 +222,18 @@ static Answer fail(const Twine &Message) {
   return A;
 }
 
+/// How an accepted image fits, in the report's words.
+static std::string describe(const Verdict &V) {
+  std::string Out;
+  raw_string_ostream OS(Out);
+  StringRef Arch = V.Entry->Keys.Arch;
+  OS << (Arch.empty() ? StringRef("no arch") : Arch) << ", "
+     << kdl::getEntryFitName(V.Rank.Fit) << " fit";
+  if (V.Rank.JIT)
+    OS << ", compiled at load";
+  return Out;
+}
+
 /// Answers \p Q as the tool answers its command line.
 static Answer answer(const Question &Q) {
   Expected<DeviceArgs> Args = parseDeviceSpec(Q.Device);
@@ -236,14 +241,6 @@ static Answer answer(const Question &Q) {
     return fail(toString(Args.takeError()));
   if (Error Err = checkDevice(*Args))
     return fail(toString(std::move(Err)));
-  StringRef Tag = Q.Tag ? StringRef(*Q.Tag) : StringRef();
-  if (Q.Tag) {
-    // The library's own check of a variant_tag value.
-    ImageCandidate Probe{"", {}};
-    Probe.Keys.VariantTag = Tag;
-    if (Expected<ImageScore> S = scoreImage(Probe, {"", std::nullopt}); !S)
-      return fail("--tag: " + toString(S.takeError()));
-  }
 
   StringRef Name = Q.File == "-" ? "<stdin>" : StringRef(Q.File);
   ErrorOr<std::unique_ptr<MemoryBuffer>> Buffer =
@@ -257,72 +254,55 @@ static Answer answer(const Question &Q) {
   if (Entries.empty())
     return fail(Name + ": no offloading image found");
 
+  // The plugin's device: its compute unit kind is the processor alone.
   kdl::PluginDevice Device{kdl::parseTriple(Args->Triple),
                            StringRef(Args->Arch).split(':').first.str(),
                            Args->Arch,
                            {Args->ISAs.begin(), Args->ISAs.end()}};
-  ImageDevice RankDevice{Device.Arch, std::nullopt};
-  if (!Args->Features.empty())
-    RankDevice.Features = ArrayRef(Args->Features);
 
   SmallVector<Verdict> Verdicts;
-  SmallVector<ImageCandidate> Candidates;
-  SmallVector<unsigned> CandidateIndex;
   for (const kdl::OffloadEntry &E : Entries) {
-    Verdict V{&E, false, "", 0, {E.Image, E.Keys}};
+    Verdict V;
+    V.Entry = &E;
     if (E.MetadataOnly)
       V.Detail = "metadata-only entry (OIF_Metadata): no image";
     else
       V.Accepted = kdl::pluginAccepts(E.Image, Device, V.Detail);
     if (V.Accepted) {
-      Candidates.push_back(V.Candidate);
-      CandidateIndex.push_back(Verdicts.size());
+      V.Rank = kdl::getEntryRank(E.ImageKind, E.Triple, E.Keys.Arch,
+                                 Device.Arch, Device.Triple);
+      V.Detail = describe(V);
     }
     Verdicts.push_back(std::move(V));
   }
 
-  Answer A;
-  ImageSelection Selection = selectImage(Candidates, RankDevice, Tag);
-  A.TagIgnored = Selection.TagIgnored;
-  // Rank the accepted images best first; equal scores keep their order.
-  SmallVector<std::pair<ImageScore, size_t>> Order;
-  for (auto [I, C] : enumerate(Candidates)) {
-    Expected<ImageScore> Score = scoreImage(C, RankDevice);
-    Order.push_back({Score ? *Score : ImageScore(), I});
-    if (!Score)
-      consumeError(Score.takeError());
-  }
-  llvm::stable_sort(
-      Order, [](const auto &L, const auto &R) { return R.first < L.first; });
-  for (auto [Position, Entry] : enumerate(Order))
-    Verdicts[CandidateIndex[Entry.second]].Rank = Position + 1;
-
+  // The accepted images best first (EntryRank), equal ranks in the file's
+  // order. The
+  // plugin tries them in this order down to the first compatible one, which
+  // it loads if every better one fails to load.
+  SmallVector<size_t> Order;
+  for (auto [I, V] : enumerate(Verdicts))
+    if (V.Accepted)
+      Order.push_back(I);
+  llvm::stable_sort(Order, [&](size_t L, size_t R) {
+    return Verdicts[L].Rank < Verdicts[R].Rank;
+  });
+  for (auto [Position, I] : enumerate(Order))
+    Verdicts[I].Position = Position + 1;
   std::optional<size_t> Selected, First;
-  if (!Candidates.empty()) {
-    Selected = CandidateIndex[Selection.Index];
-    First = CandidateIndex.front();
+  if (!Order.empty()) {
+    Selected = Order.front();
+    First = *llvm::min_element(Order);
   }
 
-  // What the report says of each image: how an accepted one fits, or why
-  // the plugin rejects it.
-  for (Verdict &V : Verdicts) {
-    if (V.Accepted) {
-      V.Detail.clear();
-      raw_string_ostream OS(V.Detail);
-      describeImage(OS, V.Candidate, RankDevice);
-    }
-  }
-
+  Answer A;
+  // The ranking reads no key of the entry, variant_tag included.
+  A.TagIgnored = Q.Tag.has_value();
   json::Array Features;
   for (StringRef Feature : Args->Features)
     Features.push_back(Feature.str());
   json::Array Images;
   for (auto [I, V] : enumerate(Verdicts)) {
-    // Only accepted images are ranked (as in the runtime).
-    ImageRank Rank;
-    if (V.Accepted)
-      Rank =
-          rankImage(V.Candidate.Image, RankDevice.Arch, V.Candidate.Keys.Arch);
     Images.push_back(json::Object{
         {"index", int64_t(I)},
         // Copies: the entries are views of the file's buffer.
@@ -332,22 +312,25 @@ static Answer answer(const Question &Q) {
         {"compatible", V.Accepted},
         {"reason", V.Accepted ? "accepted" : "rejected"},
         {"detail", V.Detail},
-        {"fit", V.Accepted ? json::Value(getImageFitName(Rank.Fit)) : nullptr},
-        {"processor", Rank.Processor},
-        {"priority", orNull(V.Candidate.Keys.VariantPriority)},
-        {"tag", orNull(V.Candidate.Keys.VariantTag)},
-        {"rank", V.Rank ? json::Value(int64_t(V.Rank)) : nullptr},
+        {"fit", V.Accepted ? json::Value(kdl::getEntryFitName(V.Rank.Fit).str())
+                           : nullptr},
+        // The ranking reads the entry's arch, not the image's header.
+        {"processor", nullptr},
+        {"priority", orNull(V.Entry->Keys.VariantPriority)},
+        {"tag", orNull(V.Entry->Keys.VariantTag)},
+        {"rank", V.Position ? json::Value(int64_t(V.Position)) : nullptr},
     });
   }
+  StringRef Selection =
+      Order.empty() ? "none" : (Order.size() == 1 ? "single" : "ranked");
   A.Document = json::Object{
       {"device", json::Object{{"triple", Args->Triple},
                               {"arch", Args->Arch},
                               {"features", std::move(Features)}}},
       {"selected", Selected ? json::Value(int64_t(*Selected)) : nullptr},
       {"first_compatible", First ? json::Value(int64_t(*First)) : nullptr},
-      {"selection",
-       Candidates.empty() ? "none" : getSelectionName(Selection.Kind)},
-      {"tag_ignored", Selection.TagIgnored},
+      {"selection", Selection},
+      {"tag_ignored", A.TagIgnored},
       {"images", std::move(Images)},
   };
 
@@ -355,20 +338,23 @@ static Answer answer(const Question &Q) {
   for (auto [I, V] : enumerate(Verdicts)) {
     OS << "image " << I << ": ";
     if (V.Accepted)
-      OS << "rank " << V.Rank << ": ";
+      OS << "rank " << V.Position << ": ";
     else
       OS << "rejected: ";
     OS << V.Detail << "\n";
   }
   if (First)
     OS << "first compatible: image " << *First << "\n";
-  // The choice in the library's words, with the file's image numbers.
-  if (Candidates.empty())
+  if (!Selected) {
     OS << "selected: none\n";
-  else
-    OS << "selected: "
-       << printImageSelection(Candidates, RankDevice, Selection, CandidateIndex)
-       << "\n";
+  } else {
+    OS << "selected: image " << *Selected << " (" << Verdicts[*Selected].Detail
+       << ")";
+    if (*Selected != *First)
+      OS << "; image " << *First << ": not chosen (" << Verdicts[*First].Detail
+         << ")";
+    OS << "\n";
+  }
 
   if (!Selected) {
     raw_string_ostream Err(A.Error);
@@ -516,9 +502,8 @@ int main(int Argc, char **Argv) {
   if (A.Status == ExitBadInput)
     return reportError(A.Error);
   if (A.TagIgnored)
-    WithColor::note(errs())
-        << "no image has variant_tag '" << escaped(RequiredTag)
-        << "'; the tag is ignored\n";
+    WithColor::note(errs()) << "the ranking reads no variant_tag; the tag '"
+                            << escaped(RequiredTag) << "' is ignored\n";
   if (JSONOutput) {
     writeDocument(outs(), A.Document, /*Indent=*/2);
     outs() << "\n";

@@ -1,0 +1,71 @@
+//===- EntryFit.h - How well an OffloadBinary entry fits a device -*- C++ -*-=//
+//
+// Part of the kdl project, under the Apache License v2.0 with LLVM Exceptions.
+// See https://llvm.org/LICENSE.txt for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// The series' ranking (v3: patches/release-22.x 0003, getOffloadEntryRank and
+// loadOffloadBinaryEntry in the plugins' PluginInterface.cpp) for a tool that
+// runs without a plugin. There it is a group of static functions of the
+// plugin library; here the same rules, in the same order, read the same
+// fields of the entry: its ImageKind, its "arch" and the device's compute
+// unit kind. tests/offload/test_select.py checks that the fits follow the
+// patch's enum.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KDL_SELECT_ENTRYFIT_H
+#define KDL_SELECT_ENTRYFIT_H
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Object/OffloadBinary.h"
+#include "llvm/TargetParser/Triple.h"
+
+#include <tuple>
+
+namespace kdl {
+
+/// How well the arch of an entry fits the device, best first
+/// (OffloadEntryFitTy of the patch).
+enum class EntryFit {
+  ArchSpecific, // An arch-specific variant of exactly the device (NVPTX).
+  TargetID,     // The device's processor with xnack/sramecc modes (AMDGPU).
+  Exact,        // The arch is the device's.
+  Generic,      // The arch is a generic processor.
+  Other,        // Other code the plugin accepts (sm_80 on sm_86).
+  Mismatch,     // An arch-specific variant of another arch (sm_100a on sm_103).
+};
+
+/// The rank of an entry, lower first (OffloadEntryRankTy of the patch):
+/// whether its arch does not run on the device, whether its code is compiled
+/// at load time, the fit of its arch and its order within the fit.
+struct EntryRank {
+  bool Mismatch = false;
+  bool JIT = false;
+  EntryFit Fit = EntryFit::Other;
+  int Order = 0;
+
+  bool operator<(const EntryRank &R) const {
+    return std::tie(Mismatch, JIT, Fit, Order) <
+           std::tie(R.Mismatch, R.JIT, R.Fit, R.Order);
+  }
+};
+
+/// The rank of an entry of kind \p Kind for \p Arch on a device whose compute
+/// unit kind is \p DeviceArch, for a plugin of target \p PluginTriple (only
+/// its architecture is read). \p EntryTriple is the entry's "triple", read as
+/// kdl::parseTriple reads it.
+EntryRank getEntryRank(llvm::object::ImageKind Kind,
+                       llvm::StringRef EntryTriple, llvm::StringRef Arch,
+                       llvm::StringRef DeviceArch,
+                       const llvm::Triple &PluginTriple);
+
+/// The fit's short name: "arch-specific", "target-id", "exact", "generic",
+/// "compatible" or "mismatch".
+llvm::StringRef getEntryFitName(EntryFit Fit);
+
+} // namespace kdl
+
+#endif // KDL_SELECT_ENTRYFIT_H
