@@ -3,15 +3,17 @@
 Each example draws a device and a set of images: cubin headers of several
 compute capabilities (CUDA ELF ABI 1 and 2, some architecture-specific),
 AMDGPU code-object headers (specific and generic processors, xnack modes,
-the entry's arch naming the target ID), and images no plugin accepts, each
-with random keys, some malformed. The model below is written from the
+the entry's arch naming the target ID), bitcode modules for either vendor under any arch
+(compiled at load), and images no plugin accepts, each with random keys,
+some malformed. The model below is written from the
 plugins' rules and the documented ranking (patches/release-22.x 0003's
 message), not from the C++:
 
 * acceptance: the CUDA plugin's same-major, minor-at-most rule; the AMDGPU
   plugin's processor match against the agent's ISAs with the xnack rule;
   nothing across vendors; nothing that is not an ELF image;
-* ranking, from the entry's arch only (keys change nothing): an NVPTX
+* ranking, from the entry's arch and kind only (keys change nothing): native
+  code before code compiled at load, each by its arch: an NVPTX
   arch-specific variant of the device, an AMDGPU target ID of the device's
   processor, the device's arch, a generic processor, other accepted code;
   within a fit the higher compute capability; last an arch-specific cubin
@@ -28,6 +30,7 @@ answers are the ``--json`` ones).
 
 from __future__ import annotations
 
+import functools
 import json
 import subprocess
 import tempfile
@@ -73,17 +76,20 @@ FIT = ("arch-specific", "target-id", "exact", "generic", "compatible", "mismatch
 
 @dataclass(frozen=True)
 class Img:
-    kind: str  # "cubin", "amdgpu" or "junk"
+    kind: str  # "cubin", "amdgpu", "bitcode" (compiled at load) or "junk"
     arch: str = ""
     xnack: str | None = None
     abi: int = 1
     keys: tuple[tuple[str, str], ...] = ()
     uid: int = 0
+    triple: str = ""  # the bitcode module's
 
     def payload(self) -> bytes:
         tag = self.uid.to_bytes(4, "little")
         if self.kind == "cubin":
             return cubin_header(self.arch, abi=self.abi) + tag
+        if self.kind == "bitcode":
+            return bitcode(self.triple, self.uid)
         if self.kind == "amdgpu":
             flags = MACH[self.arch] | XNACK[self.xnack]
             if self.arch.endswith("-generic"):
@@ -114,6 +120,18 @@ class Device:
         )
 
 
+@functools.cache
+def bitcode(triple: str, uid: int) -> bytes:
+    """A real bitcode module for *triple* (llvm-as), one per uid."""
+    text = f'target triple = "{triple}"\n@kdl_uid = global i32 {uid}\n'
+    return subprocess.run(
+        [str(paths.llvm_bin() / "llvm-as"), "-o", "-"],
+        input=text.encode(),
+        capture_output=True,
+        check=True,
+    ).stdout
+
+
 def sm_of(arch: str) -> int:
     return int(arch.removeprefix("sm_").removesuffix("a"))
 
@@ -125,6 +143,9 @@ def accepts(img: Img, dev: Device) -> bool:
     if img.kind == "cubin" and dev.triple == NVPTX:
         have, need = sm_of(dev.arch), sm_of(img.arch)
         return have // 10 == need // 10 and need % 10 <= have % 10
+    if img.kind == "bitcode":
+        # checkBitcodeImage: the module's architecture is the plugin's.
+        return img.triple == dev.triple
     if img.kind == "amdgpu" and dev.triple == AMDGCN:
         for target in (dev.arch, *dev.isas):
             processor, *modes = target.split(":")
@@ -136,17 +157,19 @@ def accepts(img: Img, dev: Device) -> bool:
     return False
 
 
-def rank(img: Img, dev: Device) -> tuple[bool, int, int]:
-    """(does not run, fit, order within the fit): lower ranks better."""
+def rank(img: Img, dev: Device) -> tuple[bool, bool, int, int]:
+    """(does not run, compiled at load, fit, order within the fit): lower
+    ranks better."""
     arch = img.entry_arch()
-    if img.kind == "cubin":
+    jit = img.kind == "bitcode"
+    if dev.triple == NVPTX:
         order = -sm_of(arch)
         if arch.endswith("a"):
             # sm_100a on 10.3: accepted by the plugin, run by no driver.
             fit = "arch-specific" if arch[:-1] == dev.arch else "mismatch"
         else:
             fit = "exact" if arch == dev.arch else "compatible"
-        return fit == "mismatch", FIT.index(fit), order
+        return fit == "mismatch", jit, FIT.index(fit), order
     processor = dev.arch.split(":")[0]
     if arch == processor:
         fit = "exact"
@@ -157,7 +180,7 @@ def rank(img: Img, dev: Device) -> tuple[bool, int, int]:
         fit = "generic"
     else:
         fit = "compatible"
-    return False, FIT.index(fit), 0
+    return False, jit, FIT.index(fit), 0
 
 
 def model(imgs: Sequence[Img], dev: Device) -> tuple[int | None, int | None]:
@@ -184,7 +207,9 @@ def keys(draw: st.DrawFn) -> tuple[tuple[str, str], ...]:
 
 @st.composite
 def images(draw: st.DrawFn) -> Img:
-    kind = draw(st.sampled_from(["cubin", "cubin", "amdgpu", "amdgpu", "junk"]))
+    kind = draw(
+        st.sampled_from(["cubin", "cubin", "amdgpu", "amdgpu", "bitcode", "junk"])
+    )
     if kind == "cubin":
         sm = draw(st.sampled_from(SMS))
         specific = sm in (90, 100) and draw(st.booleans())
@@ -195,6 +220,11 @@ def images(draw: st.DrawFn) -> Img:
         arch = draw(st.sampled_from(sorted(MACH)))
         xnack = draw(st.sampled_from([None, "-", "+"]))
         return Img(kind, arch, xnack, keys=draw(keys()))
+    if kind == "bitcode":
+        # Any arch: the plugin checks the module's architecture only.
+        triple = draw(st.sampled_from([NVPTX, AMDGCN]))
+        archs = [f"sm_{sm}" for sm in SMS] + ["sm_90a"] if triple == NVPTX else MACH
+        return Img(kind, draw(st.sampled_from(sorted(archs))), triple=triple)
     return Img(kind)
 
 
@@ -229,11 +259,11 @@ def pack(path: Path, imgs: Sequence[Img], dev: Device) -> None:
             make_image(
                 img.payload(),
                 [
-                    ("triple", triple.get(img.kind, dev.triple)),
+                    ("triple", img.triple or triple.get(img.kind, dev.triple)),
                     ("arch", img.entry_arch()),
                     *img.keys,
                 ],
-                kind="o",
+                kind="bc" if img.kind == "bitcode" else "o",
                 offload_kind="openmp",
             )
             for img in imgs
@@ -343,6 +373,21 @@ PINNED = [
         [Img("cubin", "sm_80"), Img("cubin", "sm_86", uid=1)],
         0,
     ),
+    # Native code before code compiled at load, whatever its arch; code
+    # compiled at load by its arch in turn.
+    (
+        Device(NVPTX, "sm_86"),
+        [Img("bitcode", "sm_86", triple=NVPTX), Img("cubin", "sm_80", uid=1)],
+        0,
+    ),
+    (
+        Device(AMDGCN, "gfx942:xnack-"),
+        [
+            Img("bitcode", "gfx90a", triple=AMDGCN),
+            Img("bitcode", "gfx942", triple=AMDGCN, uid=1),
+        ],
+        0,
+    ),
     # The code object for the agent's xnack mode before code for either mode.
     (
         Device(AMDGCN, "gfx90a:xnack+"),
@@ -367,6 +412,8 @@ PINNED = [
 @example(PINNED[5])
 @example(PINNED[6])
 @example(PINNED[7])
+@example(PINNED[8])
+@example(PINNED[9])
 def test_selection_matches_the_model(
     select: Selector, case: tuple[Device, list[Img], int]
 ) -> None:
@@ -379,7 +426,9 @@ def test_selection_matches_the_model(
     ("dev", "imgs", "want"),
     [
         (dev, imgs, want)
-        for (dev, imgs, _), want in zip(PINNED, [1, 1, 0, 0, 0, 1, 1, 1], strict=True)
+        for (dev, imgs, _), want in zip(
+            PINNED, [1, 1, 0, 0, 0, 1, 1, 1, 1, 1], strict=True
+        )
     ],
 )
 def test_model_on_the_pinned_cases(dev: Device, imgs: list[Img], want: int) -> None:
