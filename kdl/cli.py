@@ -267,7 +267,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = add(
         "fuzz",
         "fuzz:cmd_fuzz",
-        "run libFuzzer (ASan, UBSan) on the series' ranking, seeded from lit",
+        "run libFuzzer (ASan, UBSan) on v2's ranking and the container reader",
     )
     p.add_argument("--seconds", type=int, default=60, metavar="N", help="how long [60]")
 

@@ -1,7 +1,7 @@
-"""``kdl fuzz``: libFuzzer on the series' ranking and the container reader,
-with ASan and UBSan.
+"""``kdl fuzz``: libFuzzer on series v2's ranking library and the container
+reader, with ASan and UBSan.
 
-Builds ``overlay/fuzz/ImageRankingFuzzer.cpp`` with the series'
+Builds ``overlay/fuzz/ImageRankingFuzzer.cpp`` with v2's
 ``ImageRanking.cpp`` (as the overlay build extracts it), the plugins'
 acceptance model and the container reader the shim and kdl-select share,
 using clang 22 with ``-fsanitize=fuzzer,address,undefined``; seeds a fresh
