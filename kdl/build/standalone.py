@@ -13,6 +13,11 @@ an installed LLVM's (Debian's 22.1.8 for the 22.1.8 tree), ``kdl build
 3. ``devrtl-<target>``: the OpenMP device runtime for each GPU target the
    toolchain can build (NVPTX needs ``ptxas``).
 
+Where the applied series changes LLVM's own headers (``llvm/include``), the
+offload build compiles against the tree's changed headers ahead of the
+installed ones (``-iquote``, see :func:`series_headers`): the installed
+libraries stay, so only changes that need no rebuilt library work this way.
+
 Every directory is configured through :func:`kdl.build.configure.configure`,
 so a configure that stopped midway is redone, and ninja rebuilds nothing
 that did not change.
@@ -120,9 +125,45 @@ def omp_argv(llvm: Path, build: Path, prefix: Path) -> list[str]:
     ]
 
 
-def offload_argv(llvm: Path, build: Path, prefix: Path, libomp: Path) -> list[str]:
+def series_headers(llvm: Path, where: Path) -> Path | None:
+    """Copies of the LLVM headers the applied series changes, under *where*.
+
+    The headers are those a ``kdl apply`` branch changes under
+    ``llvm/include`` since its base; None for any other checkout (the base's
+    worktree included) or when the series changes none. LLVM's headers
+    include each other with quotes, so ``-iquote WHERE`` puts these ahead of
+    the installed LLVM's for every quoted include of them.
+    """
+    from kdl.series.checkout import Checkout
+
+    try:
+        with Checkout(llvm, require_llvm=False) as co:
+            _, meta = co.kdl_branch()
+            names = co.run(
+                "diff", "--name-only", co.rev(meta.base), "HEAD", "--", "llvm/include"
+            ).split()
+    except WorkspaceError:
+        return None
+    if not names:
+        return None
+    for name in names:
+        copy = where / Path(name).relative_to("llvm/include")
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        source = llvm / name
+        if copy.is_file() and copy.read_bytes() == source.read_bytes():
+            continue
+        copy.write_bytes(source.read_bytes())
+    log.info("offload compiles against the series' LLVM headers: %s", names)
+    return where
+
+
+def offload_argv(
+    llvm: Path, build: Path, prefix: Path, libomp: Path, headers: Path | None = None
+) -> list[str]:
+    flags = [f"-DCMAKE_CXX_FLAGS=-iquote {headers}"] if headers else []
     return [
         *_cmake(llvm / "offload", build, prefix),
+        *flags,
         f"-DLLVM_DIR={prefix / 'lib' / 'cmake' / 'llvm'}",
         f"-DLIBOMPTARGET_PLUGINS_TO_BUILD={PLUGINS}",
         "-DOFFLOAD_INCLUDE_TESTS=ON",
@@ -184,9 +225,10 @@ def build_standalone(
         print(f"{name}: {build} ({result.steps[name]:.0f} s)", flush=True)
 
     step("omp", omp_argv(llvm, build_dir / "omp", prefix), build_dir / "omp")
+    headers = None if proc.DRY_RUN else series_headers(llvm, build_dir / "llvm-include")
     step(
         "offload",
-        offload_argv(llvm, result.offload, prefix, result.libomp),
+        offload_argv(llvm, result.offload, prefix, result.libomp, headers),
         result.offload,
         "all",
         "OffloadUnitTests",

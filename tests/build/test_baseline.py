@@ -92,3 +92,38 @@ def test_a_checkout_of_no_installed_version_is_one_line(
         f"error: {tmp_path}: no installed LLVM of its version to build offload "
         "against standalone; build it with 'kdl build --llvm --full' instead"
     ]
+
+
+def test_offload_compiles_against_the_series_llvm_headers(
+    isolated_git: Path, tmp_path: Path
+) -> None:
+    from kdl.build.standalone import offload_argv, series_headers
+
+    repo = tmp_path / "llvm-project"
+    header = repo / "llvm/include/llvm/Object/OffloadBinary.h"
+    header.parent.mkdir(parents=True)
+    header.write_text("// as released\n")
+    (repo / "offload").mkdir()
+    (repo / "offload/x.cpp").write_text("base\n")
+    git(repo, "init", "--quiet")
+    git(repo, "add", "-A")
+    git(repo, "commit", "--quiet", "-m", "base")
+    base = git(repo, "rev-parse", "HEAD").strip()
+    where = tmp_path / "llvm-include"
+    # Not a branch kdl apply made (the base's worktree is one): no headers.
+    assert series_headers(repo, where) is None
+    git(repo, "checkout", "--quiet", "-b", "kdl/s")
+    git(repo, "config", "branch.kdl/s.kdlbase", base)
+    (repo / "offload/x.cpp").write_text("series\n")
+    git(repo, "commit", "--quiet", "-am", "offload only")
+    assert series_headers(repo, where) is None
+    header.write_text("// with the series\n")
+    git(repo, "commit", "--quiet", "-am", "a header")
+    assert series_headers(repo, where) == where
+    copy = where / "llvm/Object/OffloadBinary.h"
+    assert copy.read_text() == "// with the series\n"
+    argv = offload_argv(repo, tmp_path / "b", Path("/p"), Path("/l"), where)
+    assert f"-DCMAKE_CXX_FLAGS=-iquote {where}" in argv
+    assert not any(
+        "iquote" in a for a in offload_argv(repo, tmp_path, Path("/p"), Path("/l"))
+    )
