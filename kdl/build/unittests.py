@@ -28,6 +28,7 @@ import json
 import logging
 import shutil
 import subprocess
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -73,11 +74,12 @@ class Toolchain:
         self.run(
             [
                 str(self.prefix / "bin" / "clang++"),
+                # Ahead of the installed headers llvm-config names.
+                *[f"-I{self.path(i)}" for i in includes],
                 *self.config("--cxxflags"),
                 # The libraries' build: RTTI on, assertions off.
                 "-O2",
                 "-DNDEBUG",
-                *[f"-I{self.path(i)}" for i in includes],
                 "-c",
                 self.path(source),
                 "-o",
@@ -149,30 +151,39 @@ def build_and_run(
     test: SeriesTest,
     support: Path,
     patched: list[Path],
+    headers: Path | None = None,
 ) -> dict[str, dict[str, str]]:
-    """The test against *tc*'s libraries, then (with *patched*) the series'."""
+    """The test against *tc*'s libraries as packaged (a test of a bug the
+    series fixes), and with the series: its changed sources (*patched*)
+    linked ahead of the libraries, its changed headers (*headers*) ahead of
+    the installed ones. A test of a new API builds only with the series;
+    a test of a bug only where the series' sources can be built."""
     where = tc.work / test.name
     shutil.rmtree(where, ignore_errors=True)
     where.mkdir(parents=True)
     source = where / f"{test.name}.cpp"
     source.write_text(test.text)
-    objects = []
-    for src in [source, shutil.copy2(support, where / "TestingSupportError.cpp")]:
-        obj = Path(src).with_suffix(".o")
-        tc.compile(Path(src), obj, [])
-        objects.append(obj)
-    variants: dict[str, list[Path]] = {tc.name: []}
-    if patched:
+    support_copy = Path(shutil.copy2(support, where / "TestingSupportError.cpp"))
+    variants: dict[str, tuple[list[Path], list[Path]]] = {}
+    if test.fail_without:
+        variants[tc.name] = ([], [])
+    if patched or (headers and not test.fail_without):
         extra = []
         for unit in patched:
             copy = where / f"patched-{unit.name}"
             shutil.copy2(unit, copy)
-            tc.compile(copy, copy.with_suffix(".o"), [])
+            tc.compile(copy, copy.with_suffix(".o"), [h for h in [headers] if h])
             extra.append(copy.with_suffix(".o"))
-        variants[f"{tc.name}+series"] = extra
+        variants[f"{tc.name}+series"] = (extra, [h for h in [headers] if h])
     runs = {}
-    for variant, extra in variants.items():
-        binary = where / variant.replace("+", "-")
+    for variant, (extra, includes) in variants.items():
+        stem = variant.replace("+", "-")
+        objects = []
+        for src in (source, support_copy):
+            obj = where / f"{src.stem}-{stem}.o"
+            tc.compile(src, obj, includes)
+            objects.append(obj)
+        binary = where / stem
         # The series' objects first: they replace the archive's members.
         tc.link([*extra, *objects], binary, list(test.components))
         runs[variant] = tc.gtest(binary)
@@ -183,9 +194,9 @@ def judge(test: SeriesTest, runs: dict[str, dict[str, str]], base: str) -> UnitR
     """Check both runs; count the series' run, or the bug shown where only
     the unpatched library can be built."""
     result = UnitRun(runs=runs)
-    unpatched = runs[base]
+    unpatched = runs.get(base, {})
     failing = sorted(n for n, s in unpatched.items() if s != "pass")
-    if failing != sorted(test.fail_without):
+    if test.fail_without and failing != sorted(test.fail_without):
         result.problems.append(
             f"{test.name} on {base} as packaged: {', '.join(failing) or 'none'} "
             f"failed; the series says {', '.join(test.fail_without) or 'none'}"
@@ -275,6 +286,71 @@ def changed_units(series: Series, tree: Path) -> list[Path]:
     ]
 
 
+#: Where LLVM's headers are, in a source tree and under an installed prefix.
+HEADERS = "llvm/include/"
+
+
+def series_headers(series: Series) -> list[str]:
+    """The LLVM headers the series changes (paths in llvm-project)."""
+    return sorted(
+        {
+            f.path
+            for p in series.patches
+            for f in p.files
+            if not f.is_new and f.path.startswith(HEADERS)
+        }
+    )
+
+
+def headers_for_main(series: Series, prefix: Path, where: Path) -> Path | None:
+    """Main's headers as the series changes them, under *where*: the hunks of
+    each patch applied, in order, to the header main's packages install
+    (under *prefix*). None if the series changes none; an error naming the
+    patch if a hunk does not apply to main's text."""
+    names = series_headers(series)
+    if not names:
+        return None
+    shutil.rmtree(where, ignore_errors=True)
+    with tempfile.TemporaryDirectory(prefix="kdl-headers-") as tmp:
+        for name in names:
+            text = require(prefix / "include" / name[len(HEADERS) :], "main's header")
+            (Path(tmp) / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(text, Path(tmp) / name)
+        for patch in series.patches:
+            touched = [f.path for f in patch.files if f.path in names]
+            if not touched:
+                continue
+            applied = proc.run(
+                ["git", "apply", *[f"--include={n}" for n in touched], str(patch.path)],
+                cwd=Path(tmp),
+                check=False,
+            )
+            if applied.returncode != 0:
+                why = applied.stderr.decode().strip().splitlines() or ["git apply"]
+                raise WorkspaceError(
+                    f"{patch.path.name}: does not apply to main's "
+                    f"{', '.join(touched)} ({why[-1]})"
+                )
+        for name in names:
+            copy = where / name[len(HEADERS) :]
+            copy.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(Path(tmp) / name, copy)
+    return where
+
+
+def headers_in_tree(series: Series, tree: Path, where: Path) -> Path | None:
+    """The headers the series changes, from *tree* (applied), under *where*."""
+    names = series_headers(series)
+    if not names:
+        return None
+    shutil.rmtree(where, ignore_errors=True)
+    for name in names:
+        copy = where / name[len(HEADERS) :]
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(require(tree / name, "the backport must be applied"), copy)
+    return where
+
+
 def run_series_unittests(
     main: Tree, tree22: Tree, main_series: Series, backport: Series
 ) -> dict[str, UnitRun]:
@@ -293,11 +369,21 @@ def run_series_unittests(
         ),
     }
     patched = {"main": [], "22.1.8": changed_units(backport, tree22.path)}
+    main_tc, tc22 = toolchains["main"], toolchains["22.1.8"]
+    headers = {
+        "main": headers_for_main(
+            main_series,
+            main.path / main_tc.prefix.relative_to("/"),
+            main_tc.work / "include",
+        ),
+        "22.1.8": headers_in_tree(backport, tree22.path, tc22.work / "include"),
+    }
     results: dict[str, UnitRun] = {}
     for key, tc in toolchains.items():
         total = UnitRun()
         for test in tests:
-            one = judge(test, build_and_run(tc, test, support, patched[key]), tc.name)
+            runs = build_and_run(tc, test, support, patched[key], headers[key])
+            one = judge(test, runs, tc.name)
             total.passed += one.passed
             total.failed += one.failed
             total.problems += one.problems
@@ -317,6 +403,11 @@ def run_series_unittests(
             "trees": {"main": main.record, "22": tree22.record},
             "testing_support": f"{TESTING_SUPPORT} of the 22.1.8 tree (stand-in: "
             "libLLVMTestingSupport is not packaged)",
+            "headers_against_main": {
+                h: "main's installed header with the series' hunks applied, "
+                "ahead of main's headers"
+                for h in series_headers(main_series)
+            },
             "not_built_against_main": {
                 p: "main's sources are not packaged; built in the 22.1.8 tree"
                 for p in not_built

@@ -19,11 +19,54 @@ NVPTX = "ELFObjectFileNVPTXTest"
 
 
 def test_the_series_tests_and_what_they_show() -> None:
-    (test,) = series_tests(load(), load(BACKPORT))
-    assert test.name == NVPTX
-    assert test.components == ("object",)
-    assert "TEST(ELFObjectFileNVPTXTest, CPUNameABIV2)" in test.text
-    assert test.fail_without == unittests.FAIL_WITHOUT[NVPTX]
+    nvptx, priority = series_tests(load(), load(BACKPORT))
+    assert nvptx.name == NVPTX
+    assert nvptx.components == ("object",)
+    assert "TEST(ELFObjectFileNVPTXTest, CPUNameABIV2)" in nvptx.text
+    assert nvptx.fail_without == unittests.FAIL_WITHOUT[NVPTX]
+    # A new API: it builds only with the series, so it shows no bug.
+    assert priority.name == "OffloadBinaryVariantPriorityTest"
+    assert priority.fail_without == ()
+
+
+def test_the_series_headers() -> None:
+    assert unittests.series_headers(load()) == [
+        "llvm/include/llvm/Object/OffloadBinary.h"
+    ]
+    assert unittests.series_headers(load(BACKPORT)) == [
+        "llvm/include/llvm/Object/OffloadBinary.h"
+    ]
+
+
+def _prefix_with(tmp_path: Path, header: str) -> Path:
+    prefix = tmp_path / "prefix"
+    (prefix / "include" / "llvm" / "Object").mkdir(parents=True)
+    (prefix / "include" / "llvm" / "Object" / "OffloadBinary.h").write_text(header)
+    return prefix
+
+
+def test_main_headers_are_the_installed_ones_with_the_hunks(tmp_path: Path) -> None:
+    """Applied to LLVM 22's header the hunk applies too (same context); the
+    result has the accessor and nothing else changed."""
+    installed = Path("/usr/lib/llvm-22/include/llvm/Object/OffloadBinary.h")
+    prefix = _prefix_with(tmp_path, installed.read_text())
+    where = unittests.headers_for_main(load(), prefix, tmp_path / "include")
+    assert where == tmp_path / "include"
+    text = (where / "llvm" / "Object" / "OffloadBinary.h").read_text()
+    assert "std::optional<uint32_t> getVariantPriority() const {" in text
+    assert text != installed.read_text()
+
+
+def test_a_hunk_that_does_not_apply_to_main_is_one_line(tmp_path: Path) -> None:
+    prefix = _prefix_with(tmp_path, "// not main's OffloadBinary.h\n")
+    with pytest.raises(WorkspaceError) as info:
+        unittests.headers_for_main(load(), prefix, tmp_path / "include")
+    message = str(info.value)
+    assert message.startswith("0002-Object-Add-OffloadBinary-getVariantPriority.patch:")
+    assert (
+        "does not apply to main's llvm/include/llvm/Object/OffloadBinary.h" in message
+    )
+    assert "\n" not in message
 
 
 def test_the_backport_must_carry_the_same_test(tmp_path: Path) -> None:
@@ -44,6 +87,12 @@ def test_the_backport_must_carry_the_same_test(tmp_path: Path) -> None:
 
 def _test(*fail_without: str) -> SeriesTest:
     return SeriesTest("T", "", ("object",), fail_without)
+
+
+def test_a_new_api_counts_its_run_with_the_series() -> None:
+    runs = {"main+series": {"T.a": "pass", "T.b": "pass"}}
+    result = judge(_test(), runs, "main")
+    assert (result.passed, result.failed, result.problems) == (2, 0, [])
 
 
 def test_main_counts_the_bug_shown() -> None:
