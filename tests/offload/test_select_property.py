@@ -12,7 +12,8 @@ message), not from the C++:
 * acceptance: the CUDA plugin's same-major, minor-at-most rule; the AMDGPU
   plugin's processor match against the agent's ISAs with the xnack rule;
   nothing across vendors; nothing that is not an ELF image;
-* ranking, from the entry's arch and kind only (keys change nothing): native
+* ranking, from the entry's arch and kind (of the keys only
+  variant_priority, among entries that rank alike otherwise): native
   code before code compiled at load, each by its arch: an NVPTX
   arch-specific variant of the device, an AMDGPU target ID of the device's
   processor, the device's arch, a generic processor, other accepted code;
@@ -157,9 +158,15 @@ def accepts(img: Img, dev: Device) -> bool:
     return False
 
 
-def rank(img: Img, dev: Device) -> tuple[bool, bool, int, int]:
-    """(does not run, compiled at load, fit, order within the fit): lower
-    ranks better."""
+def priority(img: Img) -> int:
+    """variant_priority: a decimal number of at most 32 bits, else 0."""
+    value = dict(img.keys).get("variant_priority", "")
+    return int(value) if value.isdigit() and int(value) < 2**32 else 0
+
+
+def rank(img: Img, dev: Device) -> tuple[bool, bool, int, int, int]:
+    """(does not run, compiled at load, fit, order within the fit, negated
+    variant_priority): lower ranks better."""
     arch = img.entry_arch()
     jit = img.kind == "bitcode"
     if dev.triple == NVPTX:
@@ -169,7 +176,7 @@ def rank(img: Img, dev: Device) -> tuple[bool, bool, int, int]:
             fit = "arch-specific" if arch[:-1] == dev.arch else "mismatch"
         else:
             fit = "exact" if arch == dev.arch else "compatible"
-        return fit == "mismatch", jit, FIT.index(fit), order
+        return fit == "mismatch", jit, FIT.index(fit), order, -priority(img)
     processor = dev.arch.split(":")[0]
     if arch == processor:
         fit = "exact"
@@ -180,7 +187,7 @@ def rank(img: Img, dev: Device) -> tuple[bool, bool, int, int]:
         fit = "generic"
     else:
         fit = "compatible"
-    return False, jit, FIT.index(fit), 0
+    return False, jit, FIT.index(fit), 0, -priority(img)
 
 
 def model(imgs: Sequence[Img], dev: Device) -> tuple[int | None, int | None]:
@@ -343,7 +350,8 @@ PINNED = [
     (SM90, [Img("cubin", "sm_90"), Img("cubin", "sm_90a", uid=1)], 0),
     # gfx942 over gfx9-4-generic, the case #139147 reports.
     (GFX942, [Img("amdgpu", "gfx9-4-generic"), Img("amdgpu", "gfx942", uid=1)], 2),
-    # Keys change nothing: a malformed priority, an unmet min_sm, a priority.
+    # A malformed priority counts as none, min_sm changes nothing, and a
+    # priority never beats a better fit.
     (
         Device(NVPTX, "sm_86"),
         [
@@ -388,6 +396,15 @@ PINNED = [
         ],
         0,
     ),
+    # variant_priority among entries of equal rank.
+    (
+        Device(NVPTX, "sm_86"),
+        [
+            Img("cubin", "sm_86", keys=(("variant_priority", "1"),)),
+            Img("cubin", "sm_86", keys=(("variant_priority", "3"),), uid=1),
+        ],
+        0,
+    ),
     # The code object for the agent's xnack mode before code for either mode.
     (
         Device(AMDGCN, "gfx90a:xnack+"),
@@ -414,6 +431,7 @@ PINNED = [
 @example(PINNED[7])
 @example(PINNED[8])
 @example(PINNED[9])
+@example(PINNED[10])
 def test_selection_matches_the_model(
     select: Selector, case: tuple[Device, list[Img], int]
 ) -> None:
@@ -427,7 +445,7 @@ def test_selection_matches_the_model(
     [
         (dev, imgs, want)
         for (dev, imgs, _), want in zip(
-            PINNED, [1, 1, 0, 0, 0, 1, 1, 1, 1, 1], strict=True
+            PINNED, [1, 1, 0, 0, 0, 1, 1, 1, 1, 1, 1], strict=True
         )
     ],
 )

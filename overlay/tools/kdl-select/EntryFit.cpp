@@ -54,8 +54,16 @@ static int getEntryOrder(StringRef Arch, const Triple &PluginTriple) {
   return -static_cast<int>(SM);
 }
 
+std::optional<uint32_t> kdl::parseVariantPriority(StringRef Value) {
+  uint32_t Priority;
+  if (Value.getAsInteger(10, Priority))
+    return std::nullopt;
+  return Priority;
+}
+
 kdl::EntryRank kdl::getEntryRank(object::ImageKind Kind, StringRef EntryTriple,
-                                 StringRef Arch, StringRef DeviceArch,
+                                 StringRef Arch, StringRef VariantPriority,
+                                 StringRef DeviceArch,
                                  const Triple &PluginTriple) {
   EntryRank R;
   R.Fit = getEntryFit(EntryTriple, Arch, DeviceArch, PluginTriple);
@@ -64,6 +72,10 @@ kdl::EntryRank kdl::getEntryRank(object::ImageKind Kind, StringRef EntryTriple,
   // prefers a cubin to PTX.
   R.JIT = Kind == object::IMG_Bitcode || Kind == object::IMG_PTX;
   R.Order = getEntryOrder(Arch, PluginTriple);
+  // Among entries that rank alike otherwise, the higher variant_priority; a
+  // missing or malformed one counts as 0.
+  R.NegatedPriority =
+      -static_cast<int64_t>(parseVariantPriority(VariantPriority).value_or(0));
   return R;
 }
 

@@ -23,6 +23,8 @@
 #include "llvm/Object/OffloadBinary.h"
 #include "llvm/TargetParser/Triple.h"
 
+#include <cstdint>
+#include <optional>
 #include <tuple>
 
 namespace kdl {
@@ -40,25 +42,34 @@ enum class EntryFit {
 
 /// The rank of an entry, lower first (OffloadEntryRankTy of the patch):
 /// whether its arch does not run on the device, whether its code is compiled
-/// at load time, the fit of its arch and its order within the fit.
+/// at load time, the fit of its arch, its order within the fit and its
+/// negated variant_priority (release-22.x 0005).
 struct EntryRank {
   bool Mismatch = false;
   bool JIT = false;
   EntryFit Fit = EntryFit::Other;
   int Order = 0;
+  int64_t NegatedPriority = 0;
 
   bool operator<(const EntryRank &R) const {
-    return std::tie(Mismatch, JIT, Fit, Order) <
-           std::tie(R.Mismatch, R.JIT, R.Fit, R.Order);
+    return std::tie(Mismatch, JIT, Fit, Order, NegatedPriority) <
+           std::tie(R.Mismatch, R.JIT, R.Fit, R.Order, R.NegatedPriority);
   }
 };
 
-/// The rank of an entry of kind \p Kind for \p Arch on a device whose compute
-/// unit kind is \p DeviceArch, for a plugin of target \p PluginTriple (only
+/// OffloadBinary::getVariantPriority of release-22.x 0004 for a value of the
+/// key (LLVM 22's OffloadBinary has no such member): a decimal number of at
+/// most 32 bits, std::nullopt otherwise.
+std::optional<uint32_t> parseVariantPriority(llvm::StringRef Value);
+
+/// The rank of an entry of kind \p Kind for \p Arch with the
+/// variant_priority \p VariantPriority on a device whose compute unit kind is
+/// \p DeviceArch, for a plugin of target \p PluginTriple (only
 /// its architecture is read). \p EntryTriple is the entry's "triple", read as
 /// kdl::parseTriple reads it.
 EntryRank getEntryRank(llvm::object::ImageKind Kind,
                        llvm::StringRef EntryTriple, llvm::StringRef Arch,
+                       llvm::StringRef VariantPriority,
                        llvm::StringRef DeviceArch,
                        const llvm::Triple &PluginTriple);
 

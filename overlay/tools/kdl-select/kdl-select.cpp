@@ -26,8 +26,9 @@
 // compatible one, so the ranks above it are its fallbacks. Exit status: 0 when
 // an image is selected, 1 when the plugin accepts none, 2 for bad arguments or
 // an unreadable file. Bytes from the file that are not printable ASCII are
-// written as \xNN in text output. --tag is accepted and ignored (with a
-// note): the ranking reads no key of the entry.
+// written as \xNN in text output. Of the entry's keys the ranking reads
+// variant_priority alone (release-22.x 0005): --tag is accepted and ignored,
+// with a note.
 //
 // --batch answers many questions in one process: each line of standard input
 // is a JSON object {"device": SPEC, "file": PATH, "tag": TAG (optional)}, and
@@ -204,7 +205,7 @@ struct Answer {
   std::string Text;
   int Status = ExitSelected;
   std::string Error;
-  /// Set when a tag was asked for: the ranking reads no key.
+  /// Set when a tag was asked for: the ranking reads no variant_tag.
   bool TagIgnored = false;
 };
 } // namespace
@@ -231,6 +232,9 @@ static std::string describe(const Verdict &V) {
      << kdl::getEntryFitName(V.Rank.Fit) << " fit";
   if (V.Rank.JIT)
     OS << ", compiled at load";
+  if (std::optional<uint32_t> Priority =
+          kdl::parseVariantPriority(V.Entry->Keys.VariantPriority))
+    OS << ", variant_priority " << *Priority;
   return Out;
 }
 
@@ -269,8 +273,9 @@ static Answer answer(const Question &Q) {
     else
       V.Accepted = kdl::pluginAccepts(E.Image, Device, V.Detail);
     if (V.Accepted) {
-      V.Rank = kdl::getEntryRank(E.ImageKind, E.Triple, E.Keys.Arch,
-                                 Device.Arch, Device.Triple);
+      V.Rank =
+          kdl::getEntryRank(E.ImageKind, E.Triple, E.Keys.Arch,
+                            E.Keys.VariantPriority, Device.Arch, Device.Triple);
       V.Detail = describe(V);
     }
     Verdicts.push_back(std::move(V));
@@ -296,7 +301,7 @@ static Answer answer(const Question &Q) {
   }
 
   Answer A;
-  // The ranking reads no key of the entry, variant_tag included.
+  // The ranking reads no variant_tag.
   A.TagIgnored = Q.Tag.has_value();
   json::Array Features;
   for (StringRef Feature : Args->Features)
