@@ -24,7 +24,10 @@ mkdir -p "$OUT"/lib/{base,loop,series} "$OUT"/img "$OUT"/bin
 # 1. The three 22.1.8 runtimes: no loop (the tree as released), #186088's
 #    first-compatible loop (the backport's 0002), the whole backport.
 git -C "$TREE" rev-parse --verify -q kdl/offload-ranked-selection-22 >/dev/null
-LOOP=$(git -C "$TREE" rev-parse kdl/offload-ranked-selection-22~1)
+BRANCH=kdl/offload-ranked-selection-22
+LOOP=$(git -C "$TREE" log -1 --format=%H \
+  --grep='^\[Offload\] Load the first compatible entry' "$BRANCH")
+[ -n "$LOOP" ] || { echo "prepare.sh: no #186088 loop commit on $BRANCH" >&2; exit 1; }
 .venv/bin/python - "$TREE" "$LOOP" <<'PY'
 import sys
 from pathlib import Path
@@ -35,7 +38,8 @@ PY
 for v in base loop series; do
   cp build/real-22/$v/offload/libLLVMOffload.so.22.1 "$OUT/lib/$v/"
 done
-git -C "$TREE" log --format='%h %s' -3 kdl/offload-ranked-selection-22 >"$OUT/lib/COMMITS"
+git -C "$TREE" log --format='%h %s' "$BRANCH" --not \
+  "$(git -C "$TREE" rev-list --max-parents=0 "$BRANCH")" >"$OUT/lib/COMMITS"
 echo "loop: $LOOP" >>"$OUT/lib/COMMITS"
 
 # 2. Images: one marker cubin per target, PTX, and an sm_90a cubin the
@@ -48,6 +52,9 @@ echo "loop: $LOOP" >>"$OUT/lib/COMMITS"
 for a in sm_80 sm_86 sm_90 sm_90a; do
   nvcc -cubin -arch=$a -DKDL_MARKER="\"$a\"" -o "$OUT/img/$a.cubin" gpu/kernels/marker.cu
 done
+# A second sm_90 build, told apart by its marker, for variant_priority.
+nvcc -cubin -arch=sm_90 -DKDL_MARKER='"sm_90-prio5"' -o "$OUT/img/sm_90-prio5.cubin" \
+  gpu/kernels/marker.cu
 nvcc -ptx -arch=compute_80 -DKDL_MARKER='"compute_80"' -o "$OUT/img/compute_80.ptx" gpu/kernels/marker.cu
 python3 - "$OUT/img" <<'PY'
 import struct, sys
@@ -60,14 +67,16 @@ struct.pack_into("<I", relabel, 0x30, want)
 (img / "relabel-sm_90a.cubin").write_bytes(bytes(relabel))
 PY
 
-# 3. Containers. ENTRY ARCH pairs; LLVM 22 writes one format-1 binary per
-#    image, main one format-3 binary of several entries.
+# 3. Containers. FILE:ARCH[:KEY=VALUE] entries; LLVM 22 writes one format-1
+#    binary per image, main one format-3 binary of several entries.
 pack22() {
   local out=$1; shift
   local args=()
   for e in "$@"; do
-    local file=${e%%:*} arch=${e##*:}
-    args+=("--image=file=$OUT/img/$file,triple=nvptx64-nvidia-cuda,arch=$arch,kind=openmp")
+    local file=${e%%:*} rest=${e#*:}
+    local arch=${rest%%:*} keys=""
+    [ "$rest" != "$arch" ] && keys=",${rest#*:}"
+    args+=("--image=file=$OUT/img/$file,triple=nvptx64-nvidia-cuda,arch=$arch,kind=openmp$keys")
   done
   /usr/lib/llvm-22/bin/llvm-offload-binary -o "$OUT/img/$out" "${args[@]}"
 }
@@ -94,6 +103,9 @@ pack22 v1-90-relabel90a.bin $C90 $REL
 pack22 v1-relabel90a-90.bin $REL $C90
 pack22 v1-ptx-90.bin $PTX $C90
 pack22 v1-80-ptx.bin $C80 $PTX
+# variant_priority (release-22.x 0005): two sm_90 builds, the second preferred.
+pack22 v1-90p1-90p5.bin sm_90.cubin:sm_90:variant_priority=1 \
+  sm_90-prio5.cubin:sm_90:variant_priority=5
 packmain v3-80-90-90a.bin $C80 $C90 $C90A
 packmain v3-90-90a.bin $C90 $C90A
 packmain v3-90-relabel90a.bin $C90 $REL
