@@ -28,6 +28,8 @@ def test_what_each_runtime_loads() -> None:
         ("v1-90-90a.bin", "sm_90", "sm_90a"),
         ("v1-90a-90-80.bin", "sm_90a", "sm_90a"),
         ("v1-ptx-90.bin", "sm_90", "sm_90"),
+        # Two sm_90 builds: variant_priority 5 over 1 (release-22.x 0005).
+        ("v1-90p1-90p5.bin", "sm_90", "sm_90-prio5"),
     ):
         assert rows[name]["22-loop"]["outcome"] == f"loads {loop}, ran"
         assert rows[name]["22-series"]["outcome"] == f"loads {series}, ran"
