@@ -3,7 +3,8 @@ reader, with ASan and UBSan.
 
 Builds ``overlay/fuzz/ImageRankingFuzzer.cpp`` with v2's
 ``ImageRanking.cpp`` (as the overlay build extracts it), the plugins'
-acceptance model and the container reader the shim and kdl-select share,
+acceptance model, the container reader the shim and kdl-select share and
+kdl-select's v3 ranking (``EntryFit.cpp``),
 using clang 22 with ``-fsanitize=fuzzer,address,undefined``; seeds a fresh
 corpus with the committed OffloadBinary fixtures (``tests/data/offload/*.bin``:
 versions 1 and 2, and version 3 as LLVM main writes it, uncompressed, zstd and
@@ -54,10 +55,12 @@ def build_fuzzer(src_dir: Path, out: Path) -> Path:
         f"-I{compat / 'include'}",
         f"-I{compat}",
         f"-I{paths.OVERLAY_SRC / 'container'}",
+        f"-I{paths.OVERLAY_SRC / 'tools' / 'kdl-select'}",
         f"-I{prefix / 'include'}",
         src_dir / "llvm/lib/Frontend/Offloading/ImageRanking.cpp",
         compat / "PluginCompat.cpp",
         paths.OVERLAY_SRC / "container" / "OffloadEntries.cpp",
+        paths.OVERLAY_SRC / "tools" / "kdl-select" / "EntryFit.cpp",
         SOURCE,
         f"-L{prefix / 'lib'}",
         "-lLLVM",

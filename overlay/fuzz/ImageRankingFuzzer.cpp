@@ -17,14 +17,17 @@
 // Each input is first read as an OffloadBinary container by the workspace's
 // reader (overlay/container/OffloadEntries.h), which the shim runs on what
 // the runtime is given; the entries it yields are ranked for every device
-// too. (The series itself reads containers with main's OffloadBinary::create;
-// LLVM 22's, all this build has, does not bound string offsets.) The seed
-// corpus is the inputs the lit suite packs, most of them containers, and the
-// committed OffloadBinary fixtures: versions 1 and 2, and version 3 as LLVM
-// main writes it, uncompressed, zstd and zlib.
+// too, by v2's library and by v3's rules as kdl-select applies them
+// (tools/kdl-select/EntryFit.h: the entry's arch, triple, kind and
+// variant_priority, all from the file). (The series itself reads containers
+// with main's OffloadBinary::create; LLVM 22's, all this build has, does not
+// bound string offsets.) The seed corpus is the inputs the lit suite packs,
+// most of them containers, and the committed OffloadBinary fixtures: versions 1
+// and 2, and version 3 as LLVM main writes it, uncompressed, zstd and zlib.
 //
 //===----------------------------------------------------------------------===//
 
+#include "EntryFit.h"
 #include "OffloadEntries.h"
 #include "PluginCompat.h"
 
@@ -126,8 +129,21 @@ static void chooseFromContainer(StringRef Buffer) {
     if (!E.MetadataOnly)
       Candidates.push_back({E.Image, E.Keys});
   }
-  for (unsigned I = 0; I < 5; ++I)
-    choose(Candidates, device(I), "");
+  for (unsigned I = 0; I < 5; ++I) {
+    const Device &D = device(I);
+    choose(Candidates, D, "");
+    // v3: every entry's rank, a strict weak order.
+    SmallVector<kdl::EntryRank, 8> Ranks;
+    for (const kdl::OffloadEntry &E : Entries)
+      Ranks.push_back(kdl::getEntryRank(E.ImageKind, E.Triple, E.Keys.Arch,
+                                        E.Keys.VariantPriority, D.Plugin.Arch,
+                                        D.Plugin.Triple));
+    for (const kdl::EntryRank &R : Ranks) {
+      if (R < R)
+        __builtin_trap();
+      nulls() << kdl::getEntryFitName(R.Fit);
+    }
+  }
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *Data, size_t Size) {
