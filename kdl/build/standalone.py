@@ -146,10 +146,17 @@ def series_headers(llvm: Path, where: Path) -> Path | None:
         return None
     if not names:
         return None
-    for name in names:
-        copy = where / Path(name).relative_to("llvm/include")
+    wanted = {Path(name).relative_to("llvm/include"): llvm / name for name in names}
+    # A header an earlier series changed and this one does not must not stay
+    # ahead of the installed one.
+    if where.is_dir():
+        for stale in [p for p in where.rglob("*") if p.is_file()]:
+            if stale.relative_to(where) not in wanted:
+                stale.unlink()
+    for rel, source in wanted.items():
+        copy = where / rel
         copy.parent.mkdir(parents=True, exist_ok=True)
-        source = llvm / name
+        # Unchanged copies keep their time stamps: ninja rebuilds nothing.
         if copy.is_file() and copy.read_bytes() == source.read_bytes():
             continue
         copy.write_bytes(source.read_bytes())

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from kdl import paths, proc
+from kdl.build.standalone import series_headers
 from kdl.errors import WorkspaceError
 from kdl.series.model import Series
 from kdl.trees.common import Tree
@@ -168,20 +169,21 @@ def build_and_run(
     if test.fail_without:
         variants[tc.name] = ([], [])
     if patched or (headers and not test.fail_without):
+        includes = [headers] if headers else []
         extra = []
         for unit in patched:
             copy = where / f"patched-{unit.name}"
             shutil.copy2(unit, copy)
-            tc.compile(copy, copy.with_suffix(".o"), [h for h in [headers] if h])
+            tc.compile(copy, copy.with_suffix(".o"), includes)
             extra.append(copy.with_suffix(".o"))
-        variants[f"{tc.name}+series"] = (extra, [h for h in [headers] if h])
+        variants[f"{tc.name}+series"] = (extra, includes)
     runs = {}
-    for variant, (extra, includes) in variants.items():
+    for variant, (extra, include_dirs) in variants.items():
         stem = variant.replace("+", "-")
         objects = []
         for src in (source, support_copy):
             obj = where / f"{src.stem}-{stem}.o"
-            tc.compile(src, obj, includes)
+            tc.compile(src, obj, include_dirs)
             objects.append(obj)
         binary = where / stem
         # The series' objects first: they replace the archive's members.
@@ -290,7 +292,7 @@ def changed_units(series: Series, tree: Path) -> list[Path]:
 HEADERS = "llvm/include/"
 
 
-def series_headers(series: Series) -> list[str]:
+def changed_headers(series: Series) -> list[str]:
     """The LLVM headers the series changes (paths in llvm-project)."""
     return sorted(
         {
@@ -307,7 +309,7 @@ def headers_for_main(series: Series, prefix: Path, where: Path) -> Path | None:
     each patch applied, in order, to the header main's packages install
     (under *prefix*). None if the series changes none; an error naming the
     patch if a hunk does not apply to main's text."""
-    names = series_headers(series)
+    names = changed_headers(series)
     if not names:
         return None
     shutil.rmtree(where, ignore_errors=True)
@@ -338,19 +340,6 @@ def headers_for_main(series: Series, prefix: Path, where: Path) -> Path | None:
     return where
 
 
-def headers_in_tree(series: Series, tree: Path, where: Path) -> Path | None:
-    """The headers the series changes, from *tree* (applied), under *where*."""
-    names = series_headers(series)
-    if not names:
-        return None
-    shutil.rmtree(where, ignore_errors=True)
-    for name in names:
-        copy = where / name[len(HEADERS) :]
-        copy.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(require(tree / name, "the backport must be applied"), copy)
-    return where
-
-
 def run_series_unittests(
     main: Tree, tree22: Tree, main_series: Series, backport: Series
 ) -> dict[str, UnitRun]:
@@ -376,7 +365,8 @@ def run_series_unittests(
             main.path / main_tc.prefix.relative_to("/"),
             main_tc.work / "include",
         ),
-        "22.1.8": headers_in_tree(backport, tree22.path, tc22.work / "include"),
+        # The backport is applied (kdl apply) to the 22.1.8 tree.
+        "22.1.8": series_headers(tree22.path, tc22.work / "include"),
     }
     results: dict[str, UnitRun] = {}
     for key, tc in toolchains.items():
@@ -406,7 +396,7 @@ def run_series_unittests(
             "headers_against_main": {
                 h: "main's installed header with the series' hunks applied, "
                 "ahead of main's headers"
-                for h in series_headers(main_series)
+                for h in changed_headers(main_series)
             },
             "not_built_against_main": {
                 p: "main's sources are not packaged; built in the 22.1.8 tree"

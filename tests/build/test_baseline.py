@@ -122,6 +122,12 @@ def test_offload_compiles_against_the_series_llvm_headers(
     assert series_headers(repo, where) == where
     copy = where / "llvm/Object/OffloadBinary.h"
     assert copy.read_text() == "// with the series\n"
+    # A copy the series no longer changes does not stay ahead.
+    stale = where / "llvm/IR/Old.h"
+    stale.parent.mkdir(parents=True)
+    stale.write_text("// an earlier series'\n")
+    assert series_headers(repo, where) == where
+    assert not stale.exists() and copy.is_file()
     argv = offload_argv(repo, tmp_path / "b", Path("/p"), Path("/l"), where)
     assert f"-DCMAKE_CXX_FLAGS=-iquote {where}" in argv
     assert not any(
