@@ -33,11 +33,12 @@ static kdl::EntryFit getEntryFit(StringRef EntryTriple, StringRef Arch,
   // specific than code for either mode (gfx90a). The plugin passes the
   // entry's triple as it is; LLVM 22's helper knows main's amdgpu<ver>
   // spelling only as amdgcn.
-  std::string Normalized = kdl::parseTriple(EntryTriple).str();
-  if (PluginTriple.isAMDGPU() &&
-      object::areTargetsCompatible({Normalized, Arch},
-                                   {Normalized, DeviceArch}))
-    return EntryFit::TargetID;
+  if (PluginTriple.isAMDGPU()) {
+    std::string Normalized = kdl::parseTriple(EntryTriple).str();
+    if (object::areTargetsCompatible({Normalized, Arch},
+                                     {Normalized, DeviceArch}))
+      return EntryFit::TargetID;
+  }
   if (Arch.contains("generic"))
     return EntryFit::Generic;
   return EntryFit::Other;
@@ -74,8 +75,7 @@ kdl::EntryRank kdl::getEntryRank(object::ImageKind Kind, StringRef EntryTriple,
   R.Order = getEntryOrder(Arch, PluginTriple);
   // Among entries that rank alike otherwise, the higher variant_priority; a
   // missing or malformed one counts as 0.
-  R.NegatedPriority =
-      -static_cast<int64_t>(parseVariantPriority(VariantPriority).value_or(0));
+  R.Priority = parseVariantPriority(VariantPriority);
   return R;
 }
 

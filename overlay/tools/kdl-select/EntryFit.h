@@ -43,17 +43,19 @@ enum class EntryFit {
 /// The rank of an entry, lower first (OffloadEntryRankTy of the patch):
 /// whether its arch does not run on the device, whether its code is compiled
 /// at load time, the fit of its arch, its order within the fit and its
-/// negated variant_priority (release-22.x 0005).
+/// variant_priority, higher first (release-22.x 0005; none counts as 0).
 struct EntryRank {
   bool Mismatch = false;
   bool JIT = false;
   EntryFit Fit = EntryFit::Other;
   int Order = 0;
-  int64_t NegatedPriority = 0;
+  std::optional<uint32_t> Priority;
 
   bool operator<(const EntryRank &R) const {
-    return std::tie(Mismatch, JIT, Fit, Order, NegatedPriority) <
-           std::tie(R.Mismatch, R.JIT, R.Fit, R.Order, R.NegatedPriority);
+    int64_t Negated = -int64_t(Priority.value_or(0));
+    int64_t RNegated = -int64_t(R.Priority.value_or(0));
+    return std::tie(Mismatch, JIT, Fit, Order, Negated) <
+           std::tie(R.Mismatch, R.JIT, R.Fit, R.Order, RNegated);
   }
 };
 

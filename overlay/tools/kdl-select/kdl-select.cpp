@@ -232,9 +232,8 @@ static std::string describe(const Verdict &V) {
      << kdl::getEntryFitName(V.Rank.Fit) << " fit";
   if (V.Rank.JIT)
     OS << ", compiled at load";
-  if (std::optional<uint32_t> Priority =
-          kdl::parseVariantPriority(V.Entry->Keys.VariantPriority))
-    OS << ", variant_priority " << *Priority;
+  if (V.Rank.Priority)
+    OS << ", variant_priority " << *V.Rank.Priority;
   return Out;
 }
 
