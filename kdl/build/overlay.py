@@ -29,7 +29,7 @@ import re
 import shutil
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -149,8 +149,17 @@ def _read(path: Path) -> bytes | None:
 
 def _sync(src: Path, dst: Path) -> list[str]:
     """Make *dst* hold exactly the files of *src*; return what changed."""
+    return sync_files(
+        {p.relative_to(src): p for p in src.rglob("*") if p.is_file()}, dst
+    )
+
+
+def sync_files(files: Mapping[Path, Path], dst: Path) -> list[str]:
+    """Make *dst* hold exactly *files* (relative path: source file), leaving
+    unchanged copies as they are (their time stamps too); return what
+    changed. Files named ``.kdl*`` in *dst* are kept."""
     changed = []
-    wanted = {p.relative_to(src) for p in src.rglob("*") if p.is_file()}
+    wanted = set(files)
     if dst.is_dir():
         for p in sorted(dst.rglob("*"), reverse=True):
             rel = p.relative_to(dst)
@@ -160,7 +169,7 @@ def _sync(src: Path, dst: Path) -> list[str]:
             elif p.is_dir() and not any(p.iterdir()):
                 p.rmdir()
     for rel in sorted(wanted):
-        new = (src / rel).read_bytes()
+        new = files[rel].read_bytes()
         out = dst / rel
         if out.is_file() and out.read_bytes() == new:
             continue

@@ -146,20 +146,12 @@ def series_headers(llvm: Path, where: Path) -> Path | None:
         return None
     if not names:
         return None
-    wanted = {Path(name).relative_to("llvm/include"): llvm / name for name in names}
-    # A header an earlier series changed and this one does not must not stay
-    # ahead of the installed one.
-    if where.is_dir():
-        for stale in [p for p in where.rglob("*") if p.is_file()]:
-            if stale.relative_to(where) not in wanted:
-                stale.unlink()
-    for rel, source in wanted.items():
-        copy = where / rel
-        copy.parent.mkdir(parents=True, exist_ok=True)
-        # Unchanged copies keep their time stamps: ninja rebuilds nothing.
-        if copy.is_file() and copy.read_bytes() == source.read_bytes():
-            continue
-        copy.write_bytes(source.read_bytes())
+    from kdl.build.overlay import sync_files
+
+    # Exactly these: a header an earlier series changed and this one does not
+    # must not stay ahead of the installed one. Unchanged copies keep their
+    # time stamps, so ninja rebuilds nothing.
+    sync_files({Path(n).relative_to("llvm/include"): llvm / n for n in names}, where)
     log.info("offload compiles against the series' LLVM headers: %s", names)
     return where
 
