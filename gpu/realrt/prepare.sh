@@ -103,7 +103,7 @@ pack22 v1-90-relabel90a.bin $C90 $REL
 pack22 v1-relabel90a-90.bin $REL $C90
 pack22 v1-ptx-90.bin $PTX $C90
 pack22 v1-80-ptx.bin $C80 $PTX
-# variant_priority (release-22.x 0005): two sm_90 builds, the second preferred.
+# variant_priority (release-22.x 0006): two sm_90 builds, the second preferred.
 pack22 v1-90p1-90p5.bin sm_90.cubin:sm_90:variant_priority=1 \
   sm_90-prio5.cubin:sm_90:variant_priority=5
 packmain v3-80-90-90a.bin $C80 $C90 $C90A

@@ -137,6 +137,10 @@ class SeriesTest:
     components: tuple[str, ...]
     #: Tests that show the bug the series fixes: they fail without it.
     fail_without: tuple[str, ...] = ()
+    #: Sources under test that no library holds (the plugins' utilities),
+    #: and the include directory they need, as llvm-project paths.
+    sources: tuple[str, ...] = ()
+    include: str | None = None
 
 
 @dataclass
@@ -153,12 +157,15 @@ def build_and_run(
     support: Path,
     patched: list[Path],
     headers: Path | None = None,
+    *,
+    sources: Path | None = None,
 ) -> dict[str, dict[str, str]]:
     """The test against *tc*'s libraries as packaged (a test of a bug the
     series fixes), and with the series: its changed sources (*patched*)
     linked ahead of the libraries, its changed headers (*headers*) ahead of
-    the installed ones. A test of a new API builds only with the series;
-    a test of a bug only where the series' sources can be built."""
+    the installed ones, the sources under test (``test.sources``) from the
+    llvm-project-shaped tree *sources*. A test of a new API builds only with
+    the series; a test of a bug only where the series' sources can be built."""
     where = tc.work / test.name
     shutil.rmtree(where, ignore_errors=True)
     where.mkdir(parents=True)
@@ -168,10 +175,18 @@ def build_and_run(
     variants: dict[str, tuple[list[Path], list[Path]]] = {}
     if test.fail_without:
         variants[tc.name] = ([], [])
-    if patched or (headers and not test.fail_without):
+    if patched or test.sources or (headers and not test.fail_without):
         includes = [headers] if headers else []
+        units = list(patched)
+        if test.sources:
+            if sources is None:
+                raise WorkspaceError(f"{test.name}: no tree holds its sources")
+            units += [
+                require(sources / s, "a source of the series") for s in test.sources
+            ]
+            includes.append(sources / (test.include or ""))
         extra = []
-        for unit in patched:
+        for unit in units:
             copy = where / f"patched-{unit.name}"
             shutil.copy2(unit, copy)
             tc.compile(copy, copy.with_suffix(".o"), includes)
@@ -235,7 +250,15 @@ def require(path: Path, what: str) -> Path:
 
 
 #: Unit-test directories of the series and the LLVM components they link.
-COMPONENTS = {"llvm/unittests/Object/": ("object",)}
+COMPONENTS = {
+    "llvm/unittests/Object/": ("object",),
+    "offload/unittests/PluginUtils/": ("object", "targetparser"),
+}
+
+#: The plugins' utilities: a test under offload/unittests/PluginUtils/ is
+#: built with the series' sources under src/Utils/ and their include/.
+PLUGIN_COMMON = "offload/plugins-nextgen/common/"
+PLUGIN_UTILS_TEST = "offload/unittests/PluginUtils/"
 
 #: The tests that show a bug the series fixes: they fail on an LLVM without
 #: the fix (main's libLLVMObject at 7e3c57157096, and 22.1.8's).
@@ -248,33 +271,89 @@ FAIL_WITHOUT = {
 }
 
 
-def series_tests(main_series: Series, backport: Series) -> list[SeriesTest]:
-    """The unit-test files the series adds; the backport must carry each one
-    byte for byte (a test fails if they drift)."""
-    tests = []
-    for patch in main_series.patches:
-        for f in patch.files:
-            component = next(
-                (c for d, c in COMPONENTS.items() if f.path.startswith(d)), None
-            )
-            if not (f.is_new and component and f.path.endswith(".cpp")):
+def series_texts(
+    series: Series, names: list[str], seeds: dict[str, Path] | None = None
+) -> dict[str, str]:
+    """The texts of *names* after every patch of *series*, in order: each
+    patch's hunks on them applied with ``git apply``, starting from *seeds*
+    (a file's base text) or from nothing (a file the series creates). An
+    error names the patch whose hunk does not apply."""
+    seeds = seeds or {}
+    with tempfile.TemporaryDirectory(prefix="kdl-texts-") as tmp:
+        for name, text in seeds.items():
+            (Path(tmp) / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(text, Path(tmp) / name)
+        for patch in series.patches:
+            touched = [n for n in names if n in patch.diff_files()]
+            if not touched:
                 continue
-            text = patch.new_file_text(f.path)
-            theirs = next(
-                (
-                    p.new_file_text(f.path)
-                    for p in backport.patches
-                    if f.path in p.diff_files()
-                ),
-                None,
+            applied = proc.run(
+                ["git", "apply", *[f"--include={n}" for n in touched], str(patch.path)],
+                cwd=Path(tmp),
+                env={"GIT_CEILING_DIRECTORIES": tmp},
+                check=False,
             )
-            if text is None or theirs != text:
+            if applied.returncode != 0:
+                why = applied.stderr.decode().strip().splitlines() or ["git apply"]
+                on = "main's " if seeds else ""
                 raise WorkspaceError(
-                    f"{f.path}: the release/22.x backport does not carry the "
-                    "main series' text of this test"
+                    f"{patch.path.name}: does not apply to {on}"
+                    f"{', '.join(touched)} ({why[-1]})"
                 )
-            name = Path(f.path).stem
-            tests.append(SeriesTest(name, text, component, FAIL_WITHOUT.get(name, ())))
+        return {
+            n: (Path(tmp) / n).read_text() for n in names if (Path(tmp) / n).is_file()
+        }
+
+
+def _new_files(series: Series, prefix: str, suffix: str) -> list[str]:
+    return sorted(
+        {
+            f.path
+            for p in series.patches
+            for f in p.files
+            if f.is_new and f.path.startswith(prefix) and f.path.endswith(suffix)
+        }
+    )
+
+
+def utility_files(series: Series) -> list[str]:
+    """The plugins' utilities the series creates (headers and sources)."""
+    return _new_files(series, PLUGIN_COMMON + "include/Utils/", ".h") + _new_files(
+        series, PLUGIN_COMMON + "src/Utils/", ".cpp"
+    )
+
+
+def series_tests(main_series: Series, backport: Series) -> list[SeriesTest]:
+    """The unit-test files the series adds, as the whole series leaves them;
+    the backport must carry each one byte for byte (a test fails if they
+    drift)."""
+    tests = []
+    for path in _new_files(main_series, "", ".cpp"):
+        component = next((c for d, c in COMPONENTS.items() if path.startswith(d)), None)
+        if component is None:
+            continue
+        text = series_texts(main_series, [path]).get(path)
+        theirs = (
+            series_texts(backport, [path]).get(path)
+            if path in {f for p in backport.patches for f in p.diff_files()}
+            else None
+        )
+        if text is None or theirs != text:
+            raise WorkspaceError(
+                f"{path}: the release/22.x backport does not carry the "
+                "main series' text of this test"
+            )
+        name = Path(path).stem
+        sources: tuple[str, ...] = ()
+        include = None
+        if path.startswith(PLUGIN_UTILS_TEST):
+            sources = tuple(f for f in utility_files(main_series) if f.endswith(".cpp"))
+            include = PLUGIN_COMMON + "include"
+        tests.append(
+            SeriesTest(
+                name, text, component, FAIL_WITHOUT.get(name, ()), sources, include
+            )
+        )
     return tests
 
 
@@ -312,31 +391,26 @@ def headers_for_main(series: Series, prefix: Path, where: Path) -> Path | None:
     names = changed_headers(series)
     if not names:
         return None
+    seeds = {
+        n: require(prefix / "include" / n[len(HEADERS) :], "main's header")
+        for n in names
+    }
+    texts = series_texts(series, names, seeds)
     shutil.rmtree(where, ignore_errors=True)
-    with tempfile.TemporaryDirectory(prefix="kdl-headers-") as tmp:
-        for name in names:
-            text = require(prefix / "include" / name[len(HEADERS) :], "main's header")
-            (Path(tmp) / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(text, Path(tmp) / name)
-        for patch in series.patches:
-            touched = [f.path for f in patch.files if f.path in names]
-            if not touched:
-                continue
-            applied = proc.run(
-                ["git", "apply", *[f"--include={n}" for n in touched], str(patch.path)],
-                cwd=Path(tmp),
-                check=False,
-            )
-            if applied.returncode != 0:
-                why = applied.stderr.decode().strip().splitlines() or ["git apply"]
-                raise WorkspaceError(
-                    f"{patch.path.name}: does not apply to main's "
-                    f"{', '.join(touched)} ({why[-1]})"
-                )
-        for name in names:
-            copy = where / name[len(HEADERS) :]
-            copy.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(Path(tmp) / name, copy)
+    for name, text in texts.items():
+        copy = where / name[len(HEADERS) :]
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        copy.write_text(text)
+    return where
+
+
+def sources_for_main(series: Series, where: Path) -> Path:
+    """The plugins' utilities the series creates, as the whole series leaves
+    them, in an llvm-project-shaped tree under *where*."""
+    shutil.rmtree(where, ignore_errors=True)
+    for name, text in series_texts(series, utility_files(series)).items():
+        (where / name).parent.mkdir(parents=True, exist_ok=True)
+        (where / name).write_text(text)
     return where
 
 
@@ -368,11 +442,19 @@ def run_series_unittests(
         # The backport is applied (kdl apply) to the 22.1.8 tree.
         "22.1.8": series_headers(tree22.path, tc22.work / "include"),
     }
+    # The plugins' utilities: main's offload sources are not packaged, so
+    # the series' own texts; the 22.1.8 tree has them applied.
+    sources = {
+        "main": sources_for_main(main_series, main_tc.work / "src"),
+        "22.1.8": tree22.path,
+    }
     results: dict[str, UnitRun] = {}
     for key, tc in toolchains.items():
         total = UnitRun()
         for test in tests:
-            runs = build_and_run(tc, test, support, patched[key], headers[key])
+            runs = build_and_run(
+                tc, test, support, patched[key], headers[key], sources=sources[key]
+            )
             one = judge(test, runs, tc.name)
             total.passed += one.passed
             total.failed += one.failed
@@ -397,6 +479,12 @@ def run_series_unittests(
                 h: "main's installed header with the series' hunks applied, "
                 "ahead of main's headers"
                 for h in changed_headers(main_series)
+            },
+            "sources_against_main": {
+                f: "the series' text, compiled against main's headers and "
+                "linked with its test against main's libraries"
+                for f in utility_files(main_series)
+                if f.endswith(".cpp")
             },
             "not_built_against_main": {
                 p: "main's sources are not packaged; built in the 22.1.8 tree"

@@ -164,7 +164,8 @@ def _plan(co: Checkout, series: Series, branch: str, base: str | None) -> _Plan:
     return plan
 
 
-_FROM = re.compile(r"^From: .*$", re.MULTILINE)
+#: The From: header of a mail, with its folded continuation lines.
+_FROM = re.compile(r"^From: .*(?:\n[ \t].*)*$", re.MULTILINE)
 _IDENT = re.compile(r"^(?P<who>.*<[^<>]*>) \d+ [+-]\d{4}$")
 #: Addresses LLVM's email check (llvm/.github) asks contributors to replace.
 NOREPLY = re.compile(r"@users\.noreply\.github\.com>$|noreply", re.IGNORECASE)

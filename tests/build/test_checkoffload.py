@@ -123,6 +123,8 @@ def test_series_test_steps_follow_the_series(tmp_path: Path) -> None:
             f"{build_dir}/unittests/Object/ObjectTests",
             "--gtest_filter=ELFObjectFileNVPTXTest.*:OffloadBinaryVariantPriorityTest.*",
         ],
+        # The rank's test, offload/unittests/PluginUtils.
+        ["ninja", "-C", str(build_dir), "check-offload-unit"],
     ]
 
 

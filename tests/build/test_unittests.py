@@ -19,7 +19,7 @@ NVPTX = "ELFObjectFileNVPTXTest"
 
 
 def test_the_series_tests_and_what_they_show() -> None:
-    nvptx, priority = series_tests(load(), load(BACKPORT))
+    nvptx, priority, rank = series_tests(load(), load(BACKPORT))
     assert nvptx.name == NVPTX
     assert nvptx.components == ("object",)
     assert "TEST(ELFObjectFileNVPTXTest, CPUNameABIV2)" in nvptx.text
@@ -27,6 +27,27 @@ def test_the_series_tests_and_what_they_show() -> None:
     # A new API: it builds only with the series, so it shows no bug.
     assert priority.name == "OffloadBinaryVariantPriorityTest"
     assert priority.fail_without == ()
+    # The plugins' utility: built from the series' source with its test, the
+    # text the whole series leaves (0004 adds the priority case).
+    assert rank.name == "OffloadEntryRankTest"
+    assert rank.sources == (
+        "offload/plugins-nextgen/common/src/Utils/OffloadEntryRank.cpp",
+    )
+    assert rank.include == "offload/plugins-nextgen/common/include"
+    assert rank.components == ("object", "targetparser")
+    assert "TEST(OffloadEntryRankTest, VariantPriority)" in rank.text
+
+
+def test_main_sources_are_the_series_texts(tmp_path: Path) -> None:
+    where = unittests.sources_for_main(load(), tmp_path / "src")
+    source = where / "offload/plugins-nextgen/common/src/Utils/OffloadEntryRank.cpp"
+    text = source.read_text()
+    # Main's helpers, and 0004's change on top of 0002's file.
+    assert "NVPTX::parseArch" in text
+    assert "areTargetsEquivalent" in text
+    assert "getVariantPriority" in text
+    header = where / "offload/plugins-nextgen/common/include/Utils/OffloadEntryRank.h"
+    assert "uint32_t Priority = 0;" in header.read_text()
 
 
 def test_the_series_headers() -> None:
@@ -62,7 +83,7 @@ def test_a_hunk_that_does_not_apply_to_main_is_one_line(tmp_path: Path) -> None:
     with pytest.raises(WorkspaceError) as info:
         unittests.headers_for_main(load(), prefix, tmp_path / "include")
     message = str(info.value)
-    assert message.startswith("0002-Object-Add-OffloadBinary-getVariantPriority.patch:")
+    assert message.startswith("0003-Object-Add-OffloadBinary-getVariantPriority.patch:")
     assert (
         "does not apply to main's llvm/include/llvm/Object/OffloadBinary.h" in message
     )

@@ -72,7 +72,7 @@ MACH = {"gfx90a": 0x3F, "gfx942": 0x4C, "gfx950": 0x4F, "gfx9-4-generic": 0x5F}
 #: EF_AMDGPU_FEATURE_XNACK_*_V4: None is "any".
 XNACK = {None: 0x100, "-": 0x200, "+": 0x300}
 #: The fits, best first (EntryFit in overlay/tools/kdl-select/EntryFit.h).
-FIT = ("arch-specific", "target-id", "exact", "generic", "compatible", "mismatch")
+FIT = ("arch-specific", "exact", "processor", "generic", "compatible", "mismatch")
 
 
 @dataclass(frozen=True)
@@ -177,12 +177,12 @@ def rank(img: Img, dev: Device) -> tuple[bool, bool, int, int, int]:
         else:
             fit = "exact" if arch == dev.arch else "compatible"
         return fit == "mismatch", jit, FIT.index(fit), order, -priority(img)
+    # The plugin passes the compute unit kind: the processor, without modes.
+    # Code for the device's processor in given modes (gfx90a:xnack+) is
+    # neither the device's target nor for any of its modes: another fit.
     processor = dev.arch.split(":")[0]
     if arch == processor:
         fit = "exact"
-    elif arch.split(":")[0] == processor:
-        # Modes the plugin has checked against the agent's.
-        fit = "target-id"
     elif "generic" in arch:
         fit = "generic"
     else:
@@ -405,10 +405,11 @@ PINNED = [
         ],
         0,
     ),
-    # The code object for the agent's xnack mode before code for either mode.
+    # Code for either xnack mode is the device's compute unit kind, the
+    # target the plugin ranks by: it comes before the agent's own mode.
     (
         Device(AMDGCN, "gfx90a:xnack+"),
-        [Img("amdgpu", "gfx90a"), Img("amdgpu", "gfx90a", "+", uid=1)],
+        [Img("amdgpu", "gfx90a", "+"), Img("amdgpu", "gfx90a", uid=1)],
         1,
     ),
 ]

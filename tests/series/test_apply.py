@@ -544,3 +544,20 @@ def test_a_tree_without_the_base_blobs_says_so(
     assert "(a one-commit tree or a shallow clone)" in first
     assert "hint:" not in err
     assert snapshot(one) == before
+
+
+def test_a_folded_from_header_is_replaced_whole() -> None:
+    """format-patch folds a long From: header; the continuation goes too."""
+    from kdl.series.apply import as_authored_by
+
+    mail = (
+        "From 0000 Mon Sep 17 00:00:00 2001\n"
+        "From: A Long Name Of Someone\n"
+        " <someone@example.org>\n"
+        "Subject: [PATCH] x\n\nbody\n"
+    )
+    assert as_authored_by(mail, "Kdl Tester <tester@example.org>") == (
+        "From 0000 Mon Sep 17 00:00:00 2001\n"
+        "From: Kdl Tester <tester@example.org>\n"
+        "Subject: [PATCH] x\n\nbody\n"
+    )

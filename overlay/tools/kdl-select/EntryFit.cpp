@@ -9,36 +9,45 @@
 #include "EntryFit.h"
 #include "PluginCompat.h"
 
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/ErrorHandling.h"
 
 using namespace llvm;
 
-/// How the arch fits (getOffloadEntryFit of the patch).
+/// Whether code for target \p Arch runs on a device of target \p DeviceArch
+/// with the same processor: every mode the code names is the device's
+/// (isSameProcessorCompatible of the patch).
+static bool isSameProcessorCompatible(StringRef Arch, StringRef DeviceArch) {
+  auto [Processor, Modes] = Arch.split(':');
+  auto [DeviceProcessor, DeviceModes] = DeviceArch.split(':');
+  if (Processor != DeviceProcessor)
+    return false;
+  SmallVector<StringRef> Wanted, Have;
+  Modes.split(Wanted, ':', -1, /*KeepEmpty=*/false);
+  DeviceModes.split(Have, ':', -1, /*KeepEmpty=*/false);
+  return all_of(Wanted,
+                [&](StringRef Mode) { return is_contained(Have, Mode); });
+}
+
+/// How the target fits (getOffloadEntryFit of the patch).
 static kdl::EntryFit getEntryFit(StringRef EntryTriple, StringRef Arch,
                                  StringRef DeviceArch,
                                  const Triple &PluginTriple) {
   using kdl::EntryFit;
-  // An NVPTX arch-specific target such as sm_90a only runs on the device it
-  // names and may use features the plain sm_90 code cannot. The plugin's
-  // compute capability check also accepts it on a later minor version, where
-  // it does not run.
+  // An NVPTX arch-specific target such as sm_90a only runs on the arch it
+  // names and may use features the plain sm_90 code cannot.
   if (PluginTriple.isNVPTX() && Arch.ends_with("a"))
     return Arch.drop_back() == DeviceArch ? EntryFit::ArchSpecific
                                           : EntryFit::Mismatch;
   if (Arch == DeviceArch)
     return EntryFit::Exact;
-  // An AMDGPU target ID such as gfx90a:xnack+ is code for the device's
-  // processor in the modes the plugin has checked against the device's, more
-  // specific than code for either mode (gfx90a). The plugin passes the
-  // entry's triple as it is; LLVM 22's helper knows main's amdgpu<ver>
-  // spelling only as amdgcn.
-  if (PluginTriple.isAMDGPU()) {
-    std::string Normalized = kdl::parseTriple(EntryTriple).str();
-    if (object::areTargetsCompatible({Normalized, Arch},
-                                     {Normalized, DeviceArch}))
-      return EntryFit::TargetID;
-  }
+  // The plugin passes the entry's triple as it is; LLVM 22's Triple knows
+  // main's amdgpu<ver> spelling only through kdl::parseTriple.
+  if (kdl::parseTriple(EntryTriple).isAMDGPU() &&
+      isSameProcessorCompatible(Arch, DeviceArch))
+    return EntryFit::Processor;
   if (Arch.contains("generic"))
     return EntryFit::Generic;
   return EntryFit::Other;
@@ -83,10 +92,10 @@ StringRef kdl::getEntryFitName(EntryFit Fit) {
   switch (Fit) {
   case EntryFit::ArchSpecific:
     return "arch-specific";
-  case EntryFit::TargetID:
-    return "target-id";
   case EntryFit::Exact:
     return "exact";
+  case EntryFit::Processor:
+    return "processor";
   case EntryFit::Generic:
     return "generic";
   case EntryFit::Other:

@@ -6,12 +6,12 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// The series' ranking (v3: patches/release-22.x 0003, getOffloadEntryRank and
-// loadOffloadBinaryEntry in the plugins' PluginInterface.cpp) for a tool that
-// runs without a plugin. There it is a group of static functions of the
-// plugin library; here the same rules, in the same order, read the same
-// fields of the entry: its ImageKind, its "arch" and the device's compute
-// unit kind. tests/offload/test_select.py checks that the fits follow the
+// The series' ranking (patches/release-22.x 0003 and 0006:
+// utils::getOffloadEntryRank, which the plugins' loop of 0004 sorts by) for a
+// tool that runs without a plugin: the same rules, in the same order, read
+// the same fields of the entry (its ImageKind, "arch" and
+// "variant_priority") and the device's compute unit kind, as the plugin
+// passes it. tests/offload/test_select.py checks that the fits follow the
 // patch's enum.
 //
 //===----------------------------------------------------------------------===//
@@ -29,21 +29,31 @@
 
 namespace kdl {
 
-/// How well the arch of an entry fits the device, best first
-/// (OffloadEntryFitTy of the patch).
+/// How well the target of an entry fits a device, best first
+/// (utils::OffloadEntryFitTy of the patch).
 enum class EntryFit {
-  ArchSpecific, // An arch-specific variant of exactly the device (NVPTX).
-  TargetID,     // The device's processor with xnack/sramecc modes (AMDGPU).
-  Exact,        // The arch is the device's.
-  Generic,      // The arch is a generic processor.
-  Other,        // Other code the plugin accepts (sm_80 on sm_86).
-  Mismatch,     // An arch-specific variant of another arch (sm_100a on sm_103).
+  /// An NVPTX arch-specific variant of the device's arch (sm_90a on sm_90).
+  ArchSpecific,
+  /// The device's target (object::areTargetsEquivalent).
+  Exact,
+  /// The device's processor for any of the modes the device's target ID
+  /// names (gfx90a on gfx90a:xnack+).
+  Processor,
+  /// Another target whose code runs on the device's, such as a generic
+  /// processor (gfx9-4-generic on gfx942).
+  Generic,
+  /// Other code the plugin accepts (sm_80 on sm_86).
+  Other,
+  /// An NVPTX arch-specific variant of another arch (sm_100a on sm_103): the
+  /// plugin's compute capability check accepts it, but it only runs on the
+  /// arch it names.
+  Mismatch,
 };
 
 /// The rank of an entry, lower first (OffloadEntryRankTy of the patch):
 /// whether its arch does not run on the device, whether its code is compiled
 /// at load time, the fit of its arch, its order within the fit and its
-/// variant_priority, higher first (release-22.x 0005; none counts as 0).
+/// variant_priority, higher first (release-22.x 0006; none counts as 0).
 struct EntryRank {
   bool Mismatch = false;
   bool JIT = false;
@@ -59,7 +69,7 @@ struct EntryRank {
   }
 };
 
-/// OffloadBinary::getVariantPriority of release-22.x 0004 for a value of the
+/// OffloadBinary::getVariantPriority of release-22.x 0005 for a value of the
 /// key (LLVM 22's OffloadBinary has no such member): a decimal number of at
 /// most 32 bits, std::nullopt otherwise.
 std::optional<uint32_t> parseVariantPriority(llvm::StringRef Value);
@@ -75,7 +85,7 @@ EntryRank getEntryRank(llvm::object::ImageKind Kind,
                        llvm::StringRef DeviceArch,
                        const llvm::Triple &PluginTriple);
 
-/// The fit's short name: "arch-specific", "target-id", "exact", "generic",
+/// The fit's short name: "arch-specific", "exact", "processor", "generic",
 /// "compatible" or "mismatch".
 llvm::StringRef getEntryFitName(EntryFit Fit);
 

@@ -27,7 +27,7 @@
 // an image is selected, 1 when the plugin accepts none, 2 for bad arguments or
 // an unreadable file. Bytes from the file that are not printable ASCII are
 // written as \xNN in text output. Of the entry's keys the ranking reads
-// variant_priority alone (release-22.x 0005): --tag is accepted and ignored,
+// variant_priority alone (release-22.x 0006): --tag is accepted and ignored,
 // with a note.
 //
 // --batch answers many questions in one process: each line of standard input
