@@ -136,8 +136,8 @@ static void chooseFromContainer(StringRef Buffer) {
     SmallVector<kdl::EntryRank, 8> Ranks;
     for (const kdl::OffloadEntry &E : Entries)
       Ranks.push_back(kdl::getEntryRank(E.ImageKind, E.Triple, E.Keys.Arch,
-                                        E.Keys.VariantPriority, D.Plugin.Arch,
-                                        D.Plugin.Triple));
+                                        E.Keys.VariantPriority,
+                                        D.Plugin.TargetID, D.Plugin.Triple));
     for (const kdl::EntryRank &R : Ranks) {
       if (R < R)
         __builtin_trap();

@@ -177,12 +177,14 @@ def rank(img: Img, dev: Device) -> tuple[bool, bool, int, int, int]:
         else:
             fit = "exact" if arch == dev.arch else "compatible"
         return fit == "mismatch", jit, FIT.index(fit), order, -priority(img)
-    # The plugin passes the compute unit kind: the processor, without modes.
-    # Code for the device's processor in given modes (gfx90a:xnack+) is
-    # neither the device's target nor for any of its modes: another fit.
-    processor = dev.arch.split(":")[0]
-    if arch == processor:
+    # The device's target ID, with its modes: the same target, then the same
+    # processor for any of the modes the device's target ID names.
+    processor, *modes = dev.arch.split(":")
+    entry_processor, *entry_modes = arch.split(":")
+    if arch == dev.arch:
         fit = "exact"
+    elif entry_processor == processor and set(entry_modes) <= set(modes):
+        fit = "processor"
     elif "generic" in arch:
         fit = "generic"
     else:
@@ -405,11 +407,10 @@ PINNED = [
         ],
         0,
     ),
-    # Code for either xnack mode is the device's compute unit kind, the
-    # target the plugin ranks by: it comes before the agent's own mode.
+    # The code object for the agent's target ID before code for either mode.
     (
         Device(AMDGCN, "gfx90a:xnack+"),
-        [Img("amdgpu", "gfx90a", "+"), Img("amdgpu", "gfx90a", uid=1)],
+        [Img("amdgpu", "gfx90a"), Img("amdgpu", "gfx90a", "+", uid=1)],
         1,
     ),
 ]

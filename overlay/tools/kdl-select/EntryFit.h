@@ -10,9 +10,11 @@
 // utils::getOffloadEntryRank, which the plugins' loop of 0004 sorts by) for a
 // tool that runs without a plugin: the same rules, in the same order, read
 // the same fields of the entry (its ImageKind, "arch" and
-// "variant_priority") and the device's compute unit kind, as the plugin
-// passes it. tests/offload/test_select.py checks that the fits follow the
-// patch's enum.
+// "variant_priority") and the device's target. kdl-select passes the target
+// the user names (an AMDGPU target ID with its modes, as the rank is
+// defined); the backport's plugins pass their compute unit kind, which for
+// AMDGPU names the processor alone. tests/offload/test_select.py checks that
+// the fits follow the patch's enum.
 //
 //===----------------------------------------------------------------------===//
 
@@ -75,8 +77,9 @@ struct EntryRank {
 std::optional<uint32_t> parseVariantPriority(llvm::StringRef Value);
 
 /// The rank of an entry of kind \p Kind for \p Arch with the
-/// variant_priority \p VariantPriority on a device whose compute unit kind is
-/// \p DeviceArch, for a plugin of target \p PluginTriple (only
+/// variant_priority \p VariantPriority on a device whose target is
+/// \p DeviceArch ("sm_90", "gfx90a:sramecc+:xnack-"), for a plugin of target
+/// \p PluginTriple (only
 /// its architecture is read). \p EntryTriple is the entry's "triple", read as
 /// kdl::parseTriple reads it.
 EntryRank getEntryRank(llvm::object::ImageKind Kind,

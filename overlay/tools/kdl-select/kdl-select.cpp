@@ -272,9 +272,9 @@ static Answer answer(const Question &Q) {
     else
       V.Accepted = kdl::pluginAccepts(E.Image, Device, V.Detail);
     if (V.Accepted) {
-      V.Rank =
-          kdl::getEntryRank(E.ImageKind, E.Triple, E.Keys.Arch,
-                            E.Keys.VariantPriority, Device.Arch, Device.Triple);
+      V.Rank = kdl::getEntryRank(E.ImageKind, E.Triple, E.Keys.Arch,
+                                 E.Keys.VariantPriority, Device.TargetID,
+                                 Device.Triple);
       V.Detail = describe(V);
     }
     Verdicts.push_back(std::move(V));
