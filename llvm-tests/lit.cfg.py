@@ -150,22 +150,29 @@ config.substitutions.append(
     )
 )
 config.substitutions.append(("%kdl-inspect", kdl_cmd + " inspect"))
-# #gpu.runtime_select: %mlir-translate and %mlir-opt are the overlay's MLIR 22
-# tools run through Inputs/runtime-select.py (it says why); %series-src is the
-# series as the overlay build extracted it, whose mlir/test files run as they
-# are.
+# #gpu.runtime_select: %mlir-translate and %mlir-opt are kdl's MLIR tools run
+# through Inputs/runtime-select.py (it says why); %series-src holds the
+# series' files, whose mlir/test files run as they are. By default the
+# overlay's MLIR 22 tools and series v2 as the overlay build extracted it;
+# with main's tools (kdl test --main) the params mlir_tools_dir and
+# mlir_series_src name main's builds and the main series' files
+# (kdl/build/mlirmain.py).
 runtime_select = f"{python_cmd} " + shlex.quote(
     os.path.join(config.test_source_root, "Inputs", "runtime-select.py")
 )
+mlir_tools_dir = param("mlir_tools_dir", config.kdl_tools_dir)
 for name in ("mlir-translate", "mlir-opt"):
-    tool = lit.util.which("kdl-" + name, config.kdl_tools_dir)
+    tool = lit.util.which("kdl-" + name, mlir_tools_dir)
     if not tool:
         lit_config.fatal(
-            f"no kdl-{name} in {config.kdl_tools_dir} (build the overlay: kdl build)"
+            f"no kdl-{name} in {mlir_tools_dir} (build the overlay: kdl build)"
         )
     config.substitutions.append(("%" + name, f"{runtime_select} {shlex.quote(tool)}"))
 config.substitutions.append(
-    ("%series-src", shlex.quote(os.path.join(kdl_build_dir, "src")))
+    (
+        "%series-src",
+        shlex.quote(param("mlir_series_src", os.path.join(kdl_build_dir, "src"))),
+    )
 )
 config.substitutions.append(("%kdl-select", kdl_select_cmd))
 

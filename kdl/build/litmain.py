@@ -20,8 +20,10 @@ import shlex
 from pathlib import Path
 
 from kdl import paths
+from kdl.build import mlirmain
 from kdl.build.lit import LitResult, ToolDirs, run_lit
 from kdl.errors import WorkspaceError
+from kdl.series.model import load
 from kdl.trees.common import Tree
 
 log = logging.getLogger("kdl")
@@ -51,9 +53,9 @@ NOT_RUN = {
         "in the sid root; the tests preload the shim, built for LLVM 22's "
         "libomptarget"
     ),
-    "mlir": (
-        "#gpu.runtime_select exists only in the overlay's MLIR 22 tools; "
-        "main's mlir-opt does not have it"
+    "mlir/runtime-select-container.test": (
+        "series v2's #gpu.runtime_select and LLVM 22's writer (format 1); "
+        "mlir/runtime-select-main.test is the main series' on main's MLIR"
     ),
 }
 
@@ -66,27 +68,36 @@ RESULTS = paths.RESULTS / "lit" / "main"
 #: /tmp (lit points TMPDIR at a directory the root does not have).
 _SCRIPT = """\
 #!/bin/sh
-# LLVM main's {tool}, run in the sid root {root} ({version}).
+# {what}, run in the sid root {root} ({version}).
 # Written by kdl (kdl/build/litmain.py); the workspace must be bind-mounted
 # there at its own path, as `kdl test --main` does.
 exec chroot {root} /usr/bin/env PATH={prefix}/bin:/usr/bin:/bin \\
   TMPDIR=/tmp TMP=/tmp TEMP=/tmp \\
   /bin/sh -c 'cd "$0" 2>/dev/null || cd /; exec "$@"' "$PWD" \\
-  {prefix}/bin/{tool} "$@"
+  {path} "$@"
 """
 
 
 def write_wrappers(tree: Tree, bin_dir: Path = TOOLS_DIR) -> Path:
-    """One script per tool in *bin_dir*; rewritten only where it changed."""
+    """One script per tool in *bin_dir* (main's LLVM tools, and the MLIR
+    tools kdl.build.mlirmain builds in the root); rewritten only where it
+    changed."""
     prefix = str(tree.record.get("prefix") or f"/usr/lib/llvm-{tree.record['major']}")
     bin_dir.mkdir(parents=True, exist_ok=True)
-    for tool in TOOLS:
-        if not (tree.path / prefix.lstrip("/") / "bin" / tool).exists():
-            raise WorkspaceError(f"{tree.path}: main's {prefix}/bin/{tool} is missing")
+    tools = {tool: (f"{prefix}/bin/{tool}", f"LLVM main's {tool}") for tool in TOOLS}
+    for tool in mlirmain.TOOLS:
+        tools[tool] = (
+            f"{mlirmain.INSIDE}/bin/{tool}",
+            f"{tool}: the main series' #gpu.runtime_select on main's MLIR",
+        )
+    for tool, (path, what) in tools.items():
+        if not (tree.path / path.lstrip("/")).exists():
+            raise WorkspaceError(f"{tree.path}: {path} is missing")
         text = _SCRIPT.format(
-            tool=tool,
+            what=what,
             root=shlex.quote(str(tree.path)),
             prefix=prefix,
+            path=path,
             version=tree.record.get("version"),
         )
         script = bin_dir / tool
@@ -124,6 +135,7 @@ def run_lit_main(kdl_tools_dir: Path, tree: Tree | None = None) -> LitResult:
         from kdl import trees
 
         tree = trees.ensure("main")
+    series_src = mlirmain.build(tree, load())
     dirs = ToolDirs(write_wrappers(tree), kdl_tools_dir)
     return run_lit(
         dirs=dirs,
@@ -131,7 +143,11 @@ def run_lit_main(kdl_tools_dir: Path, tree: Tree | None = None) -> LitResult:
         exec_root=EXEC_ROOT,
         # The host-offload probe builds in /tmp, which the root does not see;
         # the tests that need it are among NOT_RUN.
-        extra_params={"host_offload": "0"},
+        extra_params={
+            "host_offload": "0",
+            "mlir_tools_dir": str(dirs.llvm_tools_dir),
+            "mlir_series_src": str(series_src),
+        },
         not_run=NOT_RUN,
         prefix=namespace_prefix(tree.path),
     )

@@ -125,6 +125,19 @@ def test_series_test_steps_follow_the_series(tmp_path: Path) -> None:
         ],
         # The rank's test, offload/unittests/PluginUtils.
         ["ninja", "-C", str(build_dir), "check-offload-unit"],
+        # #gpu.runtime_select's tests.
+        [
+            f"{build_dir}/bin/llvm-lit",
+            "-sv",
+            *[
+                f"{llvm}/mlir/test/{t}"
+                for t in (
+                    "Dialect/GPU/runtime-select.mlir",
+                    "Target/LLVMIR/gpu-runtime-select-invalid.mlir",
+                    "Target/LLVMIR/gpu-runtime-select.mlir",
+                )
+            ],
+        ],
     ]
 
 

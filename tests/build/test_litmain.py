@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from kdl import trees
-from kdl.build import lit, litmain
+from kdl.build import lit, litmain, mlirmain
 from kdl.errors import WorkspaceError
 from kdl.trees.common import Tree
 
@@ -21,6 +21,10 @@ def fake_tree(root: Path, tools: tuple[str, ...] = litmain.TOOLS) -> Tree:
     bin_dir.mkdir(parents=True)
     for tool in tools:
         (bin_dir / tool).write_text("")
+    mlir_bin = root / "opt" / "kdl-mlir" / "bin"
+    mlir_bin.mkdir(parents=True)
+    for tool in mlirmain.TOOLS:
+        (mlir_bin / tool).write_text("")
     record = {"major": 24, "prefix": "/usr/lib/llvm-24", "version": "1:24~x"}
     return Tree("main", root, record)
 
@@ -28,7 +32,13 @@ def fake_tree(root: Path, tools: tuple[str, ...] = litmain.TOOLS) -> Tree:
 def test_each_tool_is_a_script_that_runs_it_in_the_root(tmp_path: Path) -> None:
     tree = fake_tree(tmp_path / "root")
     bin_dir = litmain.write_wrappers(tree, tmp_path / "bin")
-    assert sorted(p.name for p in bin_dir.iterdir()) == sorted(litmain.TOOLS)
+    assert sorted(p.name for p in bin_dir.iterdir()) == sorted(
+        litmain.TOOLS + mlirmain.TOOLS
+    )
+    # The main series' MLIR tools, built in the root.
+    assert "/opt/kdl-mlir/bin/kdl-mlir-translate" in (
+        (bin_dir / "kdl-mlir-translate").read_text()
+    )
     script = (bin_dir / "llvm-offload-binary").read_text()
     assert f"exec chroot {tmp_path / 'root'} " in script
     assert "/usr/lib/llvm-24/bin/llvm-offload-binary" in script
@@ -43,7 +53,7 @@ def test_each_tool_is_a_script_that_runs_it_in_the_root(tmp_path: Path) -> None:
 
 def test_a_root_without_a_tool_is_one_line(tmp_path: Path) -> None:
     tree = fake_tree(tmp_path / "root", tools=("FileCheck",))
-    with pytest.raises(WorkspaceError, match=r"main's /usr/lib/llvm-24/bin/count"):
+    with pytest.raises(WorkspaceError, match=r"/usr/lib/llvm-24/bin/count is missing"):
         litmain.write_wrappers(tree, tmp_path / "bin")
 
 
@@ -63,6 +73,23 @@ def test_not_run_directories_are_left_out_and_named(tmp_path: Path) -> None:
     assert result.summary_file is not None
     summary = json.loads(result.summary_file.read_text())
     assert summary["not_run"] == {"elsewhere": "needs what this configuration lacks"}
+
+
+def test_a_not_run_test_is_left_out_alone(tmp_path: Path) -> None:
+    """A test named in not_run is left out; its neighbours run."""
+    suite = tiny_suite(tmp_path)
+    (suite / "fail.test").unlink()
+    (suite / "skip.test").unlink()
+    (suite / "more").mkdir()
+    (suite / "more" / "broken.test").write_text("RUN: false\n")
+    (suite / "more" / "fine.test").write_text("RUN: true\n")
+    result = lit.run_lit(
+        suite=suite,
+        results_dir=tmp_path / "r",
+        dirs=lit.ToolDirs(tmp_path, tmp_path),
+        not_run={"more/broken.test": "not here"},
+    )
+    assert result.ok and result.summary() == "2 passed, 0 failed"
 
 
 @pytest.mark.slow
