@@ -78,18 +78,23 @@ exec chroot {root} /usr/bin/env PATH={prefix}/bin:/usr/bin:/bin \\
 """
 
 
-def write_wrappers(tree: Tree, bin_dir: Path = TOOLS_DIR) -> Path:
-    """One script per tool in *bin_dir* (main's LLVM tools, and the MLIR
-    tools kdl.build.mlirmain builds in the root); rewritten only where it
-    changed."""
+def write_wrappers(
+    tree: Tree, bin_dir: Path = TOOLS_DIR, *, mlir: bool = False
+) -> Path:
+    """One script per tool in *bin_dir*: main's LLVM tools, or with *mlir*
+    the MLIR tools kdl.build.mlirmain builds in the root; rewritten only
+    where it changed."""
     prefix = str(tree.record.get("prefix") or f"/usr/lib/llvm-{tree.record['major']}")
     bin_dir.mkdir(parents=True, exist_ok=True)
     tools = {tool: (f"{prefix}/bin/{tool}", f"LLVM main's {tool}") for tool in TOOLS}
-    for tool in mlirmain.TOOLS:
-        tools[tool] = (
-            f"{mlirmain.INSIDE}/bin/{tool}",
-            f"{tool}: the main series' #gpu.runtime_select on main's MLIR",
-        )
+    if mlir:
+        tools = {
+            tool: (
+                f"{mlirmain.INSIDE}/bin/{tool}",
+                f"{tool}: the main series' #gpu.runtime_select on main's MLIR",
+            )
+            for tool in mlirmain.TOOLS
+        }
     for tool, (path, what) in tools.items():
         if not (tree.path / path.lstrip("/")).exists():
             raise WorkspaceError(f"{tree.path}: {path} is missing")
@@ -136,6 +141,7 @@ def run_lit_main(kdl_tools_dir: Path, tree: Tree | None = None) -> LitResult:
 
         tree = trees.ensure("main")
     series_src = mlirmain.build(tree, load())
+    write_wrappers(tree, mlir=True)
     dirs = ToolDirs(write_wrappers(tree), kdl_tools_dir)
     return run_lit(
         dirs=dirs,

@@ -32,10 +32,12 @@ def fake_tree(root: Path, tools: tuple[str, ...] = litmain.TOOLS) -> Tree:
 def test_each_tool_is_a_script_that_runs_it_in_the_root(tmp_path: Path) -> None:
     tree = fake_tree(tmp_path / "root")
     bin_dir = litmain.write_wrappers(tree, tmp_path / "bin")
+    assert sorted(p.name for p in bin_dir.iterdir()) == sorted(litmain.TOOLS)
+    # The main series' MLIR tools, built in the root, when asked for.
+    litmain.write_wrappers(tree, bin_dir, mlir=True)
     assert sorted(p.name for p in bin_dir.iterdir()) == sorted(
         litmain.TOOLS + mlirmain.TOOLS
     )
-    # The main series' MLIR tools, built in the root.
     assert "/opt/kdl-mlir/bin/kdl-mlir-translate" in (
         (bin_dir / "kdl-mlir-translate").read_text()
     )

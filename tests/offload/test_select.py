@@ -284,7 +284,7 @@ def test_version2_input_is_read_as_it_is(
     status2, out2, _ = run(capsys, "select", device, str(v2))
     assert status1 == status2 == 0
     assert out1 == out2
-    assert out2.splitlines()[-1] == "selected: image 2 (gfx90a, exact fit)"
+    assert out2.splitlines()[-1] == "selected: image 2 (gfx90a, processor fit)"
     # The driver reads the user's file and names it.
     status, _, err = run(
         capsys, "select", f"--device=triple={AMDHSA},arch=gfx1100", str(v2)
