@@ -59,38 +59,38 @@ def test_a_root_without_a_tool_is_one_line(tmp_path: Path) -> None:
         litmain.write_wrappers(tree, tmp_path / "bin")
 
 
-def test_not_run_directories_are_left_out_and_named(tmp_path: Path) -> None:
+def _run_with(
+    tmp_path: Path, tests: dict[str, str], not_run: dict[str, str]
+) -> lit.LitResult:
+    """The passing test of the tiny suite, *tests* (path: RUN line) beside
+    it, run with *not_run*."""
     suite = tiny_suite(tmp_path)
     (suite / "fail.test").unlink()
     (suite / "skip.test").unlink()
-    (suite / "elsewhere").mkdir()
-    (suite / "elsewhere" / "broken.test").write_text("RUN: false\n")
-    result = lit.run_lit(
+    for name, run_line in tests.items():
+        (suite / name).parent.mkdir(parents=True, exist_ok=True)
+        (suite / name).write_text(run_line + "\n")
+    return lit.run_lit(
         suite=suite,
         results_dir=tmp_path / "r",
         dirs=lit.ToolDirs(tmp_path, tmp_path),
-        not_run={"elsewhere": "needs what this configuration lacks"},
+        not_run=not_run,
     )
+
+
+def test_not_run_directories_are_left_out_and_named(tmp_path: Path) -> None:
+    why = {"elsewhere": "needs what this configuration lacks"}
+    result = _run_with(tmp_path, {"elsewhere/broken.test": "RUN: false"}, why)
     assert result.ok and result.summary() == "1 passed, 0 failed"
     assert result.summary_file is not None
     summary = json.loads(result.summary_file.read_text())
-    assert summary["not_run"] == {"elsewhere": "needs what this configuration lacks"}
+    assert summary["not_run"] == why
 
 
 def test_a_not_run_test_is_left_out_alone(tmp_path: Path) -> None:
     """A test named in not_run is left out; its neighbours run."""
-    suite = tiny_suite(tmp_path)
-    (suite / "fail.test").unlink()
-    (suite / "skip.test").unlink()
-    (suite / "more").mkdir()
-    (suite / "more" / "broken.test").write_text("RUN: false\n")
-    (suite / "more" / "fine.test").write_text("RUN: true\n")
-    result = lit.run_lit(
-        suite=suite,
-        results_dir=tmp_path / "r",
-        dirs=lit.ToolDirs(tmp_path, tmp_path),
-        not_run={"more/broken.test": "not here"},
-    )
+    tests = {"more/broken.test": "RUN: false", "more/fine.test": "RUN: true"}
+    result = _run_with(tmp_path, tests, {"more/broken.test": "not here"})
     assert result.ok and result.summary() == "2 passed, 0 failed"
 
 
