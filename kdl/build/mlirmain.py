@@ -23,14 +23,15 @@ from __future__ import annotations
 import hashlib
 import logging
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from kdl import paths
-from kdl.build.unittests import series_texts
+from kdl.build.unittests import Toolchain, changed_headers, new_files, series_texts
 from kdl.errors import CommandError, WorkspaceError
 from kdl.series.model import Series
 from kdl.trees.common import Tree
-from kdl.trees.sidroot import run_in
 
 log = logging.getLogger("kdl")
 
@@ -46,25 +47,15 @@ TOOLS = ("kdl-mlir-translate", "kdl-mlir-opt")
 
 
 def _patch_files(series: Series) -> tuple[list[str], list[str]]:
-    """The MLIR headers the series changes, and the files it creates."""
-    changed = sorted(
-        {
-            f.path
-            for p in series.patches
-            for f in p.files
-            if not f.is_new and f.path.startswith(MLIR_INCLUDE)
-        }
-    )
-    new = sorted(
-        {f.path for p in series.patches for f in p.files if f.is_new}
-        & {f for p in series.patches for f in p.diff_files() if f.startswith("mlir/")}
-    )
-    return changed, new
+    """The MLIR headers the series changes, and the MLIR files it creates."""
+    return changed_headers(series, MLIR_INCLUDE), new_files(series, "mlir/", "")
 
 
-def _run(tree: Tree, argv: list[str], what: str) -> str:
+@contextmanager
+def _failing(what: str) -> Iterator[None]:
+    """A command of *what* that fails is a one-line error."""
     try:
-        return run_in(tree.path, argv).stdout.decode()
+        yield
     except CommandError as exc:
         last = (exc.stderr.strip().splitlines() or [str(exc)])[-1]
         raise WorkspaceError(f"{what} against main's MLIR failed: {last}") from exc
@@ -116,64 +107,57 @@ def build(tree: Tree, series: Series) -> Path:
     (inside / "RuntimeSelectAttr.cpp").write_text(texts[SOURCE])
     shutil.copytree(OVERLAY_MLIR, inside / "overlay")
 
-    bin_dir = f"{prefix}/bin"
-    flags = _run(tree, [f"{bin_dir}/llvm-config", "--cxxflags"], "llvm-config").split()
-    include = [f"-I{INSIDE}/include"]
+    tc = Toolchain("main", Path(prefix), tree.path, inside)
     if ATTRS_TD in changed:
-        generated = _run(
-            tree,
-            [
-                f"{bin_dir}/mlir-tblgen",
-                "-gen-attrdef-decls",
-                "-attrdefs-dialect=gpu",
-                *include,
-                f"-I{prefix}/include",
-                f"{INSIDE}/include/{ATTRS_TD[len(MLIR_INCLUDE) :]}",
-            ],
-            "mlir-tblgen",
-        )
+        with _failing("mlir-tblgen"):
+            generated = tc.run(
+                [
+                    f"{prefix}/bin/mlir-tblgen",
+                    "-gen-attrdef-decls",
+                    "-attrdefs-dialect=gpu",
+                    f"-I{INSIDE}/include",
+                    f"-I{prefix}/include",
+                    f"{INSIDE}/include/{ATTRS_TD[len(MLIR_INCLUDE) :]}",
+                ]
+            ).stdout.decode()
         if "class RuntimeSelectAttr " not in generated:
             raise WorkspaceError(
                 f"{ATTRS_TD}: main's mlir-tblgen generates no RuntimeSelectAttr"
             )
-    compat = f"{INSIDE}/overlay/RuntimeSelectCompat"
+    compat = inside / "overlay" / "RuntimeSelectCompat"
     units = {
-        "RuntimeSelectAttr": [f"-include{compat}.h", f"{INSIDE}/RuntimeSelectAttr.cpp"],
-        "RuntimeSelectCompat": [f"{compat}.cpp"],
-        **{t: [f"{INSIDE}/overlay/tools/{t}.cpp"] for t in TOOLS},
+        "RuntimeSelectAttr": inside / "RuntimeSelectAttr.cpp",
+        "RuntimeSelectCompat": compat.with_suffix(".cpp"),
+        **{t: inside / "overlay" / "tools" / f"{t}.cpp" for t in TOOLS},
     }
-    for unit, args in units.items():
-        _run(
-            tree,
-            [
-                f"{bin_dir}/clang++",
-                *include,
-                *flags,
-                "-c",
-                *args,
-                "-o",
-                f"{INSIDE}/{unit}.o",
-            ],
-            f"compiling {unit}",
-        )
+    for unit, source in units.items():
+        # The attribute's source as the patch has it, with the stand-in
+        # dialect force-included.
+        extra = ["-include", tc.path(compat.with_suffix(".h"))]
+        with _failing(f"compiling {unit}"):
+            tc.compile(
+                source,
+                inside / f"{unit}.o",
+                [inside / "include"],
+                extra if unit == "RuntimeSelectAttr" else (),
+            )
     for tool in TOOLS:
-        _run(
-            tree,
-            [
-                f"{bin_dir}/clang++",
-                "-fuse-ld=lld",
-                f"{INSIDE}/{tool}.o",
-                f"{INSIDE}/RuntimeSelectAttr.o",
-                f"{INSIDE}/RuntimeSelectCompat.o",
-                f"-L{prefix}/lib",
-                f"-Wl,-rpath,{prefix}/lib",
-                "-lMLIR",
-                "-lLLVM",
-                "-o",
-                f"{INSIDE}/bin/{tool}",
-            ],
-            f"linking {tool}",
-        )
+        with _failing(f"linking {tool}"):
+            tc.run(
+                [
+                    f"{prefix}/bin/clang++",
+                    "-fuse-ld=lld",
+                    f"{INSIDE}/{tool}.o",
+                    f"{INSIDE}/RuntimeSelectAttr.o",
+                    f"{INSIDE}/RuntimeSelectCompat.o",
+                    f"-L{prefix}/lib",
+                    f"-Wl,-rpath,{prefix}/lib",
+                    "-lMLIR",
+                    "-lLLVM",
+                    "-o",
+                    f"{INSIDE}/bin/{tool}",
+                ]
+            )
     done.write_text(stamp.hexdigest())
     log.info("mlir main: built %s in the main tree", ", ".join(TOOLS))
     return SRC

@@ -29,6 +29,7 @@ import logging
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -71,7 +72,15 @@ class Toolchain:
         # The roots have libzstd.so.1 without the -dev symlink.
         return ["-l:libzstd.so.1" if w == "-lzstd" else w for w in words]
 
-    def compile(self, source: Path, obj: Path, includes: list[Path]) -> None:
+    def compile(
+        self,
+        source: Path,
+        obj: Path,
+        includes: list[Path],
+        extra: Sequence[str] = (),
+    ) -> None:
+        """*source* into *obj*, *includes* ahead of the installed headers,
+        *extra* (compiler options) last before the source."""
         self.run(
             [
                 str(self.prefix / "bin" / "clang++"),
@@ -81,6 +90,7 @@ class Toolchain:
                 # The libraries' build: RTTI on, assertions off.
                 "-O2",
                 "-DNDEBUG",
+                *extra,
                 "-c",
                 self.path(source),
                 "-o",
@@ -305,7 +315,8 @@ def series_texts(
         }
 
 
-def _new_files(series: Series, prefix: str, suffix: str) -> list[str]:
+def new_files(series: Series, prefix: str, suffix: str) -> list[str]:
+    """The files the series creates under *prefix* whose names end in *suffix*."""
     return sorted(
         {
             f.path
@@ -318,7 +329,7 @@ def _new_files(series: Series, prefix: str, suffix: str) -> list[str]:
 
 def utility_files(series: Series) -> list[str]:
     """The plugins' utilities the series creates (headers and sources)."""
-    return _new_files(series, PLUGIN_COMMON + "include/Utils/", ".h") + _new_files(
+    return new_files(series, PLUGIN_COMMON + "include/Utils/", ".h") + new_files(
         series, PLUGIN_COMMON + "src/Utils/", ".cpp"
     )
 
@@ -328,7 +339,7 @@ def series_tests(main_series: Series, backport: Series) -> list[SeriesTest]:
     the backport must carry each one byte for byte (a test fails if they
     drift)."""
     tests = []
-    for path in _new_files(main_series, "", ".cpp"):
+    for path in new_files(main_series, "", ".cpp"):
         component = next((c for d, c in COMPONENTS.items() if path.startswith(d)), None)
         if component is None:
             continue
@@ -371,14 +382,15 @@ def changed_units(series: Series, tree: Path) -> list[Path]:
 HEADERS = "llvm/include/"
 
 
-def changed_headers(series: Series) -> list[str]:
-    """The LLVM headers the series changes (paths in llvm-project)."""
+def changed_headers(series: Series, include: str = HEADERS) -> list[str]:
+    """The headers under *include* (LLVM's by default) the series changes
+    (paths in llvm-project)."""
     return sorted(
         {
             f.path
             for p in series.patches
             for f in p.files
-            if not f.is_new and f.path.startswith(HEADERS)
+            if not f.is_new and f.path.startswith(include)
         }
     )
 
