@@ -93,6 +93,8 @@ def build(tree: Tree, series: Series) -> Path:
         if local.is_file():
             stamp.update(local.read_bytes())
     stamp.update(prefix.encode())
+    # The recipe itself: a changed build rebuilds.
+    stamp.update(Path(__file__).read_bytes())
     done = inside / "stamp"
     if done.is_file() and done.read_text() == stamp.hexdigest():
         log.debug("mlir main: %s is up to date", inside)
