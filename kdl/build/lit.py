@@ -202,17 +202,17 @@ def run_lit(
 
     *filter* is lit's ``--filter`` regular expression. *not_run* maps the
     directories and tests of the suite this configuration leaves out to the
-    reason (lit's ``--filter-out``; the summary lists them; by default
-    :data:`NOT_RUN`); *prefix* is a command
-    lit runs under. lit's own output (one line per test, the output of
-    failing tests) goes to the terminal.
+    reason (lit's ``--filter-out``; the summary lists them; for the
+    llvm-tests suite by default :data:`NOT_RUN`); *prefix* is a command lit
+    runs under. lit's own output (one line per test, the output of failing
+    tests) goes to the terminal.
     """
     if dirs is None:
         dirs = tool_dirs(overlay, build_dir)
     results_file = results_dir / f"{suite.name}.json"
     params = {"test_exec_root": str(exec_root), **(extra_params or {})}
     if not_run is None:
-        not_run = NOT_RUN
+        not_run = NOT_RUN if suite == paths.LLVM_TESTS else {}
     # A directory matches what lies below it, a test itself.
     left_out = [re.escape(n) + ("$" if n.endswith(".test") else "/") for n in not_run]
     filter_out = ":: (" + "|".join(sorted(left_out)) + ")" if not_run else None
