@@ -62,7 +62,7 @@ def _draft_and_check_rfc() -> tuple[list[Path], list[str]]:
 BACKPORT_SERIES = paths.PATCHES / "release-22.x" / "series"
 
 
-def real_trees() -> tuple[int, int, list[str], list[str]]:
+def real_trees(*, bench: bool = False) -> tuple[int, int, list[str], list[str]]:
     """The series on the real trees: (passed, failed, problems, result lines).
 
     Makes or reuses both trees, applies the release/22.x backport to the
@@ -70,10 +70,12 @@ def real_trees() -> tuple[int, int, list[str], list[str]]:
     upstream's check-offload and check-offload-unit on both
     (:func:`kdl.build.baseline.compare`); then builds the series' LLVM-side
     unit tests against main's libLLVM in the sid root, and against 22.1.8's
-    with the backport's sources (:func:`kdl.build.unittests.run_series_unittests`).
+    with the backport's sources (:func:`kdl.build.unittests.run_series_unittests`);
+    then series v6's rank on both trees, its unit test, the differential test
+    of the two builds and, with *bench*, its benchmark (:func:`kdl.build.rank.run`).
     """
     from kdl import trees
-    from kdl.build import baseline, unittests
+    from kdl.build import baseline, rank, unittests
     from kdl.series.apply import apply_series
     from kdl.series.model import load
     from kdl.trees.source import ensure_identity
@@ -118,6 +120,17 @@ def real_trees() -> tuple[int, int, list[str], list[str]]:
             f"unit tests, {where + ':':8} {unit.passed} passed, {unit.failed} failed"
         )
     lines.append(f"unit results:   {unittests.RESULTS / 'unittests.json'}")
+
+    started = time.monotonic()
+    ranked = rank.run(main, tree22, bench=bench)
+    timed(
+        "series v6 rank: main and 22.1.8, differential" + (", bench" if bench else ""),
+        started,
+    )
+    passed += ranked.passed
+    failed += ranked.failed
+    problems += ranked.problems
+    lines += ranked.lines
     unittests.write_results("timings.json", timings)
     for name, seconds in timings.items():
         lines.append(f"  {seconds:7.1f} s  {name}")
@@ -132,7 +145,7 @@ def cmd_all(args: argparse.Namespace) -> int:
     from kdl.build.overlay import build_overlay
 
     start = time.monotonic()
-    r_pass, r_fail, real_problems, real_lines = real_trees()
+    r_pass, r_fail, real_problems, real_lines = real_trees(bench=True)
     overlay = build_overlay()
     unit = proc.run(_unittest_argv(overlay.unittests), check=False)
     lit = run_lit(overlay=overlay)

@@ -98,7 +98,15 @@ class Toolchain:
             ]
         )
 
-    def link(self, objects: list[Path], out: Path, components: list[str]) -> None:
+    def link(
+        self,
+        objects: list[Path],
+        out: Path,
+        components: list[str],
+        libs: Sequence[str] = (),
+    ) -> None:
+        """*objects* into *out*, ahead of the static libraries of LLVM's
+        *components*, googletest and *libs* (linker options)."""
         gtest = [
             f"/usr/lib/x86_64-linux-gnu/lib{n}.a"
             for n in ("gtest_main", "gmock", "gtest")
@@ -111,6 +119,7 @@ class Toolchain:
                 *self.config("--ldflags"),
                 *self.config("--link-static", "--libs", *components),
                 *gtest,
+                *libs,
                 *self.config("--link-static", "--system-libs", *components),
                 "-lpthread",
                 "-o",

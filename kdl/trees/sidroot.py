@@ -11,6 +11,7 @@ Every later step that says "main" runs inside this root (:func:`run_in`).
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import subprocess
@@ -38,7 +39,7 @@ SNAPSHOT_PACKAGES = (
     "libmlir-{}-dev",
     "mlir-{}-tools",
 )
-SID_PACKAGES = ("libgtest-dev", "libgmock-dev")
+SID_PACKAGES = ("libgtest-dev", "libgmock-dev", "libbenchmark-dev")
 
 #: debootstrap's minbase root, the snapshot's packages with -dev, MLIR and
 #: googletest, and apt's archive cache while it installs (measured: 2.6 GB).
@@ -119,11 +120,28 @@ def _record(
     }
 
 
+def _add_missing(tree: common.Tree) -> common.Tree:
+    """A root made before a sid package joined :data:`SID_PACKAGES` gets it."""
+    missing = [p for p in SID_PACKAGES if p not in tree.record.get("packages", [])]
+    if not missing:
+        return tree
+    log.info("adding %s to the sid root", " ".join(missing))
+    try:
+        _apt(tree.path, "update")
+        _apt(tree.path, "install", "-y", "--no-install-recommends", *missing)
+        _apt(tree.path, "clean")
+    finally:
+        common.unmount_all(tree.path)
+    tree.record["packages"] = [*tree.record.get("packages", []), *missing]
+    common.record_file(tree.path).write_text(json.dumps(tree.record, indent=2) + "\n")
+    return tree
+
+
 def make(pinned: dict[str, Any]) -> common.Tree:
     """Make the sid root with the pinned snapshot (reusing a current one)."""
     made = common.current("main", f"usr/lib/llvm-{pinned['major']}/bin/clang")
     if made is not None:
-        return made
+        return _add_missing(made)
     common.TREES_DIR.mkdir(parents=True, exist_ok=True)
     debian.need_disk(common.TREES_DIR, DISK_NEEDED, "the sid root of LLVM main")
     started = time.monotonic()

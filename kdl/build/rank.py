@@ -1,0 +1,282 @@
+"""The rank of offload code for a device, built where it is used.
+
+Series v6's ``[Object] Add a rank of offload code for a device target``
+creates ``llvm/lib/Object/OffloadTargetRank.cpp``, its header and its unit
+test. The one text of them (the main series' patch; the release/22.x
+backport must carry the same bytes) is compiled:
+
+- against LLVM main: main's headers and libraries in the sid root;
+- against LLVM 22.1.8: the installed LLVM 22 with the backport's changed
+  and new LLVM sources (the NVPTX target parser, main's
+  ``areTargetsEquivalent``/``areTargetsCompatible``) compiled from their
+  patched texts and linked ahead of its libraries.
+
+Both builds run the rank's unit test, and both answer the differential
+corpus (:mod:`kdl.build.rankcorpus`) through ``tools/rank/RankDiff.cpp``:
+every answer must be the same. With ``bench``, main's build also runs
+``tools/rank/OffloadTargetRankBench.cpp`` (google benchmark) and reports the
+ratios the series aims at: ranking 64 entries against a first-compatible
+loop over them and against reading the container.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kdl import paths, proc
+from kdl.build import rankcorpus
+from kdl.build.unittests import (
+    HEADERS,
+    Toolchain,
+    series_texts,
+    write_results,
+)
+from kdl.errors import WorkspaceError
+from kdl.series.model import Series, load
+from kdl.trees.common import Tree
+
+log = logging.getLogger("kdl")
+
+#: Series v6, not yet what ``apply`` applies (its loop is still to come).
+NEXT = paths.PATCHES / "next"
+MAIN_SERIES = NEXT / "series"
+BACKPORT_SERIES = NEXT / "release-22.x" / "series"
+
+#: The rank's own files, created by the series' rank patch.
+RANK_SOURCE = "llvm/lib/Object/OffloadTargetRank.cpp"
+RANK_HEADER = "llvm/include/llvm/Object/OffloadTargetRank.h"
+RANK_TEST = "llvm/unittests/Object/OffloadTargetRankTest.cpp"
+TOOLS = paths.ROOT / "tools" / "rank"
+COMPONENTS = ["object", "targetparser"]
+
+
+@dataclass
+class RankRun:
+    passed: int = 0
+    failed: int = 0
+    problems: list[str] = field(default_factory=list)
+    lines: list[str] = field(default_factory=list)
+
+
+def llvm_files(series: Series, under: str, suffix: str) -> list[str]:
+    """The files under *under* ending in *suffix* the series touches."""
+    return sorted(
+        {
+            f.path
+            for p in series.patches
+            for f in p.files
+            if f.path.startswith(under) and f.path.endswith(suffix)
+        }
+    )
+
+
+def base_texts(tree: Tree, names: list[str], where: Path) -> dict[str, Path]:
+    """*names* as the 22.1.8 tree's base commit has them, under *where*."""
+    seeds = {}
+    for name in names:
+        shown = proc.run(
+            ["git", "show", f"{tree.record['commit']}:{name}"],
+            cwd=tree.path,
+            check=False,
+        )
+        if shown.returncode != 0:
+            continue  # the series creates it
+        seeds[name] = where / name
+        seeds[name].parent.mkdir(parents=True, exist_ok=True)
+        seeds[name].write_bytes(shown.stdout)
+    return seeds
+
+
+def write_tree(texts: dict[str, str], where: Path) -> None:
+    shutil.rmtree(where, ignore_errors=True)
+    for name, text in texts.items():
+        (where / name).parent.mkdir(parents=True, exist_ok=True)
+        (where / name).write_text(text)
+
+
+def build(
+    tc: Toolchain, texts: dict[str, str], units: list[str], bench: bool
+) -> dict[str, Path]:
+    """The rank's test, RankDiff and (with *bench*) the benchmark, built by
+    *tc* from *texts* (llvm-project paths); *units* are the LLVM sources
+    linked ahead of the libraries."""
+    src = tc.work / "src"
+    write_tree(texts, src)
+    include = src / HEADERS
+    objects = []
+    for unit in units:
+        obj = tc.work / (Path(unit).stem + ".o")
+        tc.compile(src / unit, obj, [include])
+        objects.append(obj)
+    programs = {
+        "test": src / RANK_TEST,
+        "diff": TOOLS / "RankDiff.cpp",
+    }
+    if bench:
+        programs["bench"] = TOOLS / "OffloadTargetRankBench.cpp"
+    out = {}
+    for name, source in programs.items():
+        copy = tc.work / source.name
+        shutil.copy2(source, copy)
+        obj = copy.with_suffix(".o")
+        tc.compile(copy, obj, [include])
+        binary = tc.work / f"rank-{name}"
+        libs = ["-lbenchmark"] if name == "bench" else []
+        tc.link([*objects, obj], binary, COMPONENTS, libs)
+        out[name] = binary
+    return out
+
+
+def answers(tc: Toolchain, binary: Path, corpus: Path) -> list[str]:
+    with corpus.open("rb") as stdin:
+        done = tc.run([tc.path(binary)], stdin=stdin)
+    return done.stdout.decode().splitlines()
+
+
+def bench_ratios(tc: Toolchain, binary: Path) -> dict[str, Any]:
+    """Run the benchmark; the ratios of the 64-entry cases, CPU time."""
+    report = tc.work / "bench.json"
+    tc.run(
+        [
+            tc.path(binary),
+            "--benchmark_min_time=0.2s",
+            "--benchmark_format=json",
+            f"--benchmark_out={tc.path(report)}",
+        ]
+    )
+    data = json.loads(report.read_text())
+    cpu = {b["name"]: b["cpu_time"] for b in data["benchmarks"]}
+    ratios = {}
+    for target in ("nvptx", "amdgpu"):
+        rank = cpu[f"rankEntries/{target}/64"]
+        ratios[target] = {
+            "rank_64_ns": round(rank, 1),
+            "rank_cold_64_ns": round(cpu[f"rankCold/{target}/64"], 1),
+            "first_compatible_64_ns": round(cpu[f"firstCompatible/{target}/64"], 1),
+            "read_64_ns": round(cpu[f"readContainer/{target}/64"], 1),
+            "rank_over_first_compatible": round(
+                rank / cpu[f"firstCompatible/{target}/64"], 3
+            ),
+            "rank_over_read": round(rank / cpu[f"readContainer/{target}/64"], 3),
+        }
+    return {"context": data["context"], "cpu_time_ns": cpu, "ratios": ratios}
+
+
+def run(main: Tree, tree22: Tree, *, bench: bool = False) -> RankRun:
+    """Build and test the rank on both trees; compare their answers."""
+    result = RankRun()
+    main_series, backport = load(MAIN_SERIES), load(BACKPORT_SERIES)
+    rank_files = [RANK_HEADER, RANK_SOURCE, RANK_TEST]
+    main_texts = series_texts(main_series, rank_files)
+    work22 = paths.BUILD / "rank-22"
+    names22 = sorted(
+        set(rank_files)
+        | set(llvm_files(backport, HEADERS, ".h"))
+        | set(llvm_files(backport, HEADERS, ".def"))
+        | set(llvm_files(backport, "llvm/lib/", ".cpp"))
+    )
+    seeds = base_texts(tree22, names22, work22 / "base")
+    texts22 = series_texts(backport, names22, seeds)
+    for name in rank_files:
+        if texts22.get(name) != main_texts.get(name):
+            raise WorkspaceError(
+                f"{name}: the release/22.x backport does not carry the main "
+                "series' text (one rank, one source)"
+            )
+    toolchains = {
+        "main": Toolchain(
+            "main",
+            Path(main.record.get("prefix", "/usr/lib/llvm-24")),
+            main.path,
+            main.path / "tmp" / "kdl-rank",
+        ),
+        "22.1.8": Toolchain("22.1.8", Path("/usr/lib/llvm-22"), None, work22),
+    }
+    units = {
+        "main": [RANK_SOURCE],
+        "22.1.8": llvm_files(backport, "llvm/lib/", ".cpp"),
+    }
+    corpus = paths.BUILD / "rank-corpus.tsv"
+    corpus.parent.mkdir(parents=True, exist_ok=True)
+    corpus.write_text(rankcorpus.text())
+    outputs: dict[str, list[str]] = {}
+    runs: dict[str, dict[str, str]] = {}
+    doc: dict[str, Any] = {"trees": {"main": main.record, "22": tree22.record}}
+    for key, tc in toolchains.items():
+        tc.work.mkdir(parents=True, exist_ok=True)
+        texts = main_texts if key == "main" else texts22
+        binaries = build(tc, texts, units[key], bench and key == "main")
+        states = tc.gtest(binaries["test"])
+        runs[key] = states
+        one = judge_states(key, states)
+        result.passed += one.passed
+        result.failed += one.failed
+        result.problems += one.problems
+        result.lines.append(
+            f"rank unit test, {key + ':':8} {one.passed} passed, {one.failed} failed"
+        )
+        local = tc.work / "corpus.tsv"
+        shutil.copy2(corpus, local)
+        outputs[key] = answers(tc, binaries["diff"], local)
+        if "bench" in binaries:
+            doc["bench"] = bench_ratios(tc, binaries["bench"])
+    pairs = list(rankcorpus.pairs())
+    differ = [
+        {"pair": list(p), "main": a, "22.1.8": b}
+        for p, a, b in zip(pairs, outputs["main"], outputs["22.1.8"], strict=False)
+        if a != b
+    ]
+    complete = all(len(o) == len(pairs) for o in outputs.values())
+    if differ or not complete:
+        result.failed += 1
+        result.problems.append(
+            f"rank differential: {len(differ)} of {len(pairs)} pairs differ "
+            "between main and 22.1.8" + ("" if complete else " (an output is short)")
+        )
+    else:
+        result.passed += 1
+    result.lines.append(
+        f"rank differential: {len(pairs)} pairs, {len(differ)} differ (main, 22.1.8)"
+    )
+    if "bench" in doc:
+        for target, r in doc["bench"]["ratios"].items():
+            result.lines.append(
+                f"rank bench, {target}: 64 entries {r['rank_64_ns'] / 1000:.1f} us; "
+                f"{r['rank_over_first_compatible']:.2f}x a first-compatible loop, "
+                f"{r['rank_over_read']:.2f}x reading the container"
+            )
+    doc.update(
+        {
+            "sources": {
+                f: "the main series' text; the backport carries the same bytes"
+                for f in rank_files
+            },
+            "linked_ahead_on_22": units["22.1.8"],
+            "corpus_pairs": len(pairs),
+            "differences": differ[:50],
+            "difference_count": len(differ),
+            "unit_tests": runs,
+        }
+    )
+    out = write_results("rank.json", doc)
+    result.lines.append(f"rank results:   {out}")
+    return result
+
+
+def judge_states(key: str, states: dict[str, str]) -> RankRun:
+    one = RankRun()
+    for name, state in sorted(states.items()):
+        if state == "pass":
+            one.passed += 1
+        else:
+            one.failed += 1
+            one.problems.append(f"{name} on {key}: {state}")
+    if not states:
+        one.failed += 1
+        one.problems.append(f"the rank's unit test ran no test on {key}")
+    return one

@@ -1,0 +1,69 @@
+"""Series v6's rank: one source in both series, the differential corpus,
+and how the two builds' answers are judged."""
+
+from __future__ import annotations
+
+import re
+
+from kdl.build import rank, rankcorpus
+from kdl.build.unittests import series_texts
+from kdl.series.model import load
+
+RANK_FILES = [rank.RANK_HEADER, rank.RANK_SOURCE, rank.RANK_TEST]
+
+
+def test_the_backport_carries_the_main_series_rank_byte_for_byte() -> None:
+    main = series_texts(load(rank.MAIN_SERIES), RANK_FILES)
+    backport = series_texts(load(rank.BACKPORT_SERIES), RANK_FILES)
+    assert sorted(main) == sorted(RANK_FILES)
+    assert main == backport
+
+
+def test_the_backport_builds_main_helpers_the_rank_uses() -> None:
+    backport = load(rank.BACKPORT_SERIES)
+    units = rank.llvm_files(backport, "llvm/lib/", ".cpp")
+    assert "llvm/lib/TargetParser/NVPTXTargetParser.cpp" in units
+    assert "llvm/lib/Object/OffloadBinary.cpp" in units
+    assert rank.RANK_SOURCE in units
+
+
+def test_the_corpus_is_large_fixed_and_covers_every_kind_of_target() -> None:
+    pairs = list(rankcorpus.pairs())
+    assert len(pairs) >= 1000
+    assert pairs == list(rankcorpus.pairs())
+    assert len(set(pairs)) == len(pairs)
+    archs = {p[1] for p in pairs}
+    # NVPTX plain, arch- and family-specific, PTX; every generic 22.1.8
+    # knows; AMDGPU modes in either order; empty and garbled names.
+    assert {"sm_90", "sm_90a", "sm_100f"} <= archs
+    nvptx = {p[2] for p in pairs if p[0] == p[3] == rankcorpus.NVPTX}
+    assert {"cubin", "s"} <= nvptx
+    assert {a for a in archs if a.endswith("-generic")} >= {
+        "gfx9-generic",
+        "gfx9-4-generic",
+        "gfx10-1-generic",
+        "gfx10-3-generic",
+        "gfx11-generic",
+        "gfx12-generic",
+    }
+    assert {"gfx942:sramecc+:xnack-", "gfx942:xnack-:sramecc+"} <= archs
+    assert {"", "garbage", "GFX90A"} <= archs
+    assert {p[0] for p in pairs} >= {"x86_64-unknown-linux-gnu", "spirv64-intel", ""}
+    assert all(len(p) == 5 and "\t" not in "".join(p) for p in pairs)
+
+
+def test_a_failing_or_empty_unit_test_run_counts_as_failed() -> None:
+    ok = rank.judge_states("main", {"A.b": "pass", "A.c": "pass"})
+    assert (ok.passed, ok.failed) == (2, 0)
+    bad = rank.judge_states("22.1.8", {"A.b": "crash"})
+    assert (bad.passed, bad.failed) == (0, 1)
+    assert bad.problems == ["A.b on 22.1.8: crash"]
+    empty = rank.judge_states("main", {})
+    assert empty.failed == 1
+
+
+def test_the_next_series_patches_are_authored_and_short() -> None:
+    for series in (load(rank.MAIN_SERIES), load(rank.BACKPORT_SERIES)):
+        for patch in series.patches:
+            assert len(patch.subject) <= 72 + len("[PATCH 8/8] "), patch.name
+            assert not re.search(r"dev@localhost|kdl v6", patch.author), patch.name

@@ -1,0 +1,148 @@
+//===- OffloadTargetRankBench.cpp - The cost of ranking entries -----------===//
+//
+// Part of the kdl project, under the Apache License v2.0 with LLVM Exceptions.
+// See https://llvm.org/LICENSE.txt for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// What choosing among the N entries of an OffloadBinary costs, beside reading
+// the container and beside a loop that takes the first entry whose target is
+// compatible (areTargetsCompatible stands in for a plugin's check, which needs
+// a device): rank every entry for a device target parsed once, and keep the
+// lowest. rankCold also parses the device's target, as a first load would.
+//
+//===----------------------------------------------------------------------===//
+
+#include "llvm/Object/OffloadTargetRank.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <benchmark/benchmark.h>
+
+using namespace llvm;
+using namespace llvm::object;
+
+namespace {
+
+struct Device {
+  const char *Triple;
+  const char *TargetID;
+  std::vector<const char *> Others; // archs of the entries that are not its own
+};
+
+const Device NVPTXDevice = {"nvptx64-nvidia-cuda",
+                            "sm_90",
+                            {"sm_50", "sm_60", "sm_70", "sm_75", "sm_80",
+                             "sm_86", "sm_89", "sm_100", "sm_100a", "sm_120"}};
+const Device AMDGPUDevice = {"amdgcn-amd-amdhsa",
+                             "gfx942:sramecc+:xnack-",
+                             {"gfx900", "gfx906", "gfx908", "gfx90a:xnack+",
+                              "gfx1030", "gfx1100", "gfx1201", "gfx950",
+                              "gfx9-generic", "gfx10-3-generic"}};
+
+/// A container of \p N entries, the device's own target last, so that the
+/// first-compatible loop looks at every entry.
+SmallString<0> makeContainer(const Device &D, size_t N) {
+  std::vector<OffloadBinary::OffloadingImage> Images(N);
+  for (size_t I = 0; I < N; ++I) {
+    auto &Image = Images[I];
+    Image.TheImageKind = IMG_Object;
+    Image.TheOffloadKind = OFK_OpenMP;
+    Image.StringData["triple"] = D.Triple;
+    Image.StringData["arch"] =
+        I + 1 == N ? D.TargetID : D.Others[I % D.Others.size()];
+    Image.Image = MemoryBuffer::getMemBuffer(StringRef("\x7f"
+                                                       "ELF image",
+                                                       9));
+  }
+  SmallString<0> Data;
+  for (auto &Image : Images) // one binary per entry, as LLVM 22 writes them
+    Data.append(OffloadBinary::write(Image));
+  return Data;
+}
+
+SmallVector<OffloadFile> read(const SmallString<0> &Data) {
+  SmallVector<OffloadFile> Files;
+  if (Error Err = extractOffloadBinaries(MemoryBufferRef(Data, ""), Files))
+    report_fatal_error(std::move(Err));
+  return Files;
+}
+
+void readContainer(benchmark::State &State, const Device &D) {
+  SmallString<0> Data = makeContainer(D, State.range(0));
+  for (auto _ : State)
+    benchmark::DoNotOptimize(read(Data));
+}
+
+void firstCompatible(benchmark::State &State, const Device &D) {
+  SmallString<0> Data = makeContainer(D, State.range(0));
+  SmallVector<OffloadFile> Files = read(Data);
+  OffloadFile::TargetID Target(D.Triple, D.TargetID);
+  for (auto _ : State) {
+    const OffloadFile *First = nullptr;
+    for (const OffloadFile &File : Files)
+      if (areTargetsCompatible(File, Target)) {
+        First = &File;
+        break;
+      }
+    benchmark::DoNotOptimize(First);
+  }
+}
+
+void rankEntries(benchmark::State &State, const Device &D) {
+  SmallString<0> Data = makeContainer(D, State.range(0));
+  SmallVector<OffloadFile> Files = read(Data);
+  OffloadDeviceTarget Target(D.Triple, D.TargetID);
+  for (auto _ : State) {
+    const OffloadFile *Best = nullptr;
+    OffloadTargetRank BestRank;
+    for (const OffloadFile &File : Files) {
+      OffloadTargetRank Rank = Target.rank(*File.getBinary());
+      if (Rank.runs() && (!Best || Rank < BestRank)) {
+        Best = &File;
+        BestRank = Rank;
+      }
+    }
+    benchmark::DoNotOptimize(Best);
+  }
+}
+
+void rankCold(benchmark::State &State, const Device &D) {
+  SmallString<0> Data = makeContainer(D, State.range(0));
+  SmallVector<OffloadFile> Files = read(Data);
+  for (auto _ : State) {
+    OffloadDeviceTarget Target(D.Triple, D.TargetID);
+    const OffloadFile *Best = nullptr;
+    OffloadTargetRank BestRank;
+    for (const OffloadFile &File : Files) {
+      OffloadTargetRank Rank = Target.rank(*File.getBinary());
+      if (Rank.runs() && (!Best || Rank < BestRank)) {
+        Best = &File;
+        BestRank = Rank;
+      }
+    }
+    benchmark::DoNotOptimize(Best);
+  }
+}
+
+void parseDevice(benchmark::State &State, const Device &D) {
+  for (auto _ : State)
+    benchmark::DoNotOptimize(OffloadDeviceTarget(D.Triple, D.TargetID));
+}
+
+} // namespace
+
+BENCHMARK_CAPTURE(readContainer, nvptx, NVPTXDevice)->Arg(1)->Arg(4)->Arg(64);
+BENCHMARK_CAPTURE(firstCompatible, nvptx, NVPTXDevice)->Arg(1)->Arg(4)->Arg(64);
+BENCHMARK_CAPTURE(rankEntries, nvptx, NVPTXDevice)->Arg(1)->Arg(4)->Arg(64);
+BENCHMARK_CAPTURE(readContainer, amdgpu, AMDGPUDevice)->Arg(1)->Arg(4)->Arg(64);
+BENCHMARK_CAPTURE(firstCompatible, amdgpu, AMDGPUDevice)
+    ->Arg(1)
+    ->Arg(4)
+    ->Arg(64);
+BENCHMARK_CAPTURE(rankEntries, amdgpu, AMDGPUDevice)->Arg(1)->Arg(4)->Arg(64);
+BENCHMARK_CAPTURE(rankCold, nvptx, NVPTXDevice)->Arg(1)->Arg(4)->Arg(64);
+BENCHMARK_CAPTURE(rankCold, amdgpu, AMDGPUDevice)->Arg(1)->Arg(4)->Arg(64);
+BENCHMARK_CAPTURE(parseDevice, nvptx, NVPTXDevice);
+BENCHMARK_CAPTURE(parseDevice, amdgpu, AMDGPUDevice);
+BENCHMARK_MAIN();
