@@ -68,16 +68,18 @@ _GIT_CALLS = [0]
 
 
 def _after_git() -> None:
-    """Test hook: KDL_TEST_SIGNAL_AFTER_GIT=N:SIG sends signal SIG (9 kills, 2
-    interrupts) to this process's group after its Nth git command, so the
-    tests can stop an apply between any two of its git steps."""
+    """Test hook: KDL_TEST_SIGNAL_AFTER_GIT=N:SIG[,M:SIG...] sends signal SIG
+    (9 kills, 2 interrupts) to this process's group after its Nth git
+    command (and its Mth), so the tests can stop an apply between any two of
+    its git steps, or interrupt it again while it undoes."""
     hook = os.environ.get("KDL_TEST_SIGNAL_AFTER_GIT")
     if not hook:
         return
     _GIT_CALLS[0] += 1
-    count, _, sig = hook.partition(":")
-    if int(count) == _GIT_CALLS[0]:
-        os.killpg(os.getpgrp(), int(sig or signal.SIGKILL))
+    for item in hook.split(","):
+        count, _, sig = item.partition(":")
+        if int(count) == _GIT_CALLS[0]:
+            os.killpg(os.getpgrp(), int(sig or signal.SIGKILL))
 
 
 class Checkout:
