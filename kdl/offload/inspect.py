@@ -20,12 +20,23 @@ import argparse
 import json
 from typing import Any
 
-from kdl.offload.binary import Binary, Scan, scan_file
+from kdl.errors import UsageError
+from kdl.offload.binary import Binary, Limits, Scan, scan_file
 from kdl.offload.layout import Image, encode
 
 
+def limits_of(args: argparse.Namespace) -> Limits:
+    """The readers' bounds given by ``--max-inflated`` and ``--max-binaries``."""
+    default = Limits()
+    inflated = args.max_inflated if args.max_inflated is not None else default.inflated
+    binaries = args.max_binaries if args.max_binaries is not None else default.binaries
+    if inflated < 0 or binaries < 1:
+        raise UsageError("--max-inflated must be 0 or more, --max-binaries 1 or more")
+    return Limits(inflated, binaries)
+
+
 def cmd_inspect(args: argparse.Namespace) -> int:
-    found = scan_file(args.file)
+    found = scan_file(args.file, limits_of(args))
     if args.json:
         print(json.dumps(to_json(found), indent=2))
     else:

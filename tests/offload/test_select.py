@@ -240,7 +240,7 @@ def test_unreadable_files(
     status, out, err = run(capsys, "select", SM86, str(text))
     assert (status, out) == (2, "")
     assert err == (
-        f"error: {text}: not an OffloadBinary or object file (magic 6e 6f 74 20, "
+        f"error: {text}: not an OffloadBinary or ELF file (magic 6e 6f 74 20, "
         "expected 10 ff 10 ad)\n"
     )
 
