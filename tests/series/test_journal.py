@@ -31,6 +31,7 @@ from tests.llvm_tree import (
     apply,
     apply_argv,
     git,
+    on_series,
     snapshot,
 )
 
@@ -290,3 +291,19 @@ def test_an_edit_during_a_killed_git_am_is_kept(
     assert status == 1
     assert "OffloadMetadata.h changed since the interrupted kdl apply" in err
     assert snapshot(llvm) == before
+
+
+def test_revert_waits_for_the_journal_to_be_undone(
+    capsys: pytest.CaptureFixture[str], llvm: Path, series: SeriesDir
+) -> None:
+    """kdl revert takes apply's lock, and leaves a killed run's journal to
+    apply --recover."""
+    assert apply(capsys, llvm, series)[0] == 0
+    _begin(llvm, True)
+    before = snapshot(llvm)
+    status, _, err = on_series(capsys, "revert", llvm, series)
+    assert status == 1
+    assert "an interrupted kdl apply left" in err and "kdl apply --recover" in err
+    assert snapshot(llvm) == before
+    assert apply(capsys, llvm, series, "--recover")[0] == 0
+    assert on_series(capsys, "revert", llvm, series)[0] == 0
