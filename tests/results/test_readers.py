@@ -38,3 +38,15 @@ def test_both_readers_stay_under_256_mb_on_the_bombs(tmp_path: Path) -> None:
     # Within the budget: 60 MiB inflated, read by both.
     assert rows[("concat-v3-1m-x60", "python")]["verdict"] == "read"
     assert rows[("concat-v3-1m-x60", "c++")]["verdict"] == "read"
+
+
+def test_the_recorded_run_met_the_goal() -> None:
+    """results/readers/peak-rss.json, as kdl bench-readers wrote it."""
+    import json
+
+    doc = json.loads(readers.OUTPUT.read_text())
+    assert doc["met"] and doc["over"] == [] and doc["failed"] == []
+    bounded = [r for r in doc["rows"] if r["bytes"] <= readers.MAX_INPUT]
+    assert max(r["peak_rss_mb"] for r in bounded) <= readers.MAX_RSS_MB
+    names = {r["file"] for r in doc["rows"]}
+    assert {"bomb-zlib-1g", "bomb-zstd-1g", "elf-64-sections-over-1g-bomb"} <= names
