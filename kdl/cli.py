@@ -343,6 +343,12 @@ def _limit_args(p: argparse.ArgumentParser) -> None:
         help="how many OffloadBinaries, and how many images, the input may "
         "hold (default 4096)",
     )
+    p.add_argument(
+        "--max-strings",
+        type=int,
+        metavar="N",
+        help="how many key=value strings its images may hold in all (default 65536)",
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -94,6 +94,7 @@ __all__ = [
 #: them ``kdl inspect`` stays under 256 MB of memory on any input of 16 MB.
 MAX_INFLATED_TOTAL = 64 << 20
 MAX_BINARIES = 4096
+MAX_STRINGS = 65536
 
 
 @dataclass(frozen=True)
@@ -104,6 +105,8 @@ class Limits:
     inflated: int = MAX_INFLATED_TOTAL
     #: The binaries, and separately their entries (images), of the input.
     binaries: int = MAX_BINARIES
+    #: The string-map entries (key=value pairs) of all its images.
+    strings: int = MAX_STRINGS
 
 
 @dataclass(frozen=True)
@@ -134,6 +137,8 @@ class Scan:
     limits: Limits = field(default_factory=Limits)
     #: The inflated bytes of the compressed binaries read so far.
     inflated: int = 0
+    #: The string-map entries read so far.
+    strings: int = 0
 
 
 def read_file(path: str | Path, limits: Limits | None = None) -> list[Image]:
@@ -216,7 +221,7 @@ def _walk(
         if not is_compressed_v3(data, offset, end):
             reader = _Reader(data, path, offset, end)
             _count_images(out, reader.count, offset)
-            found = reader.images(len(out.images), len(out.binaries))
+            found = reader.images(out)
             binary = Binary(
                 len(out.binaries),
                 offset,
@@ -235,7 +240,7 @@ def _walk(
                 inflated, f"{path} (binary at {offset}, inflated)", 0, len(inflated)
             )
             _count_images(out, reader.count, offset)
-            found = reader.images(len(out.images), len(out.binaries))
+            found = reader.images(out)
             binary = Binary(
                 len(out.binaries),
                 offset,
@@ -358,7 +363,10 @@ class _Reader:
     def fail(self, what: str, offset: int) -> NoReturn:
         raise FormatError(self.path, what, self.base + offset)
 
-    def images(self, first: int, binary_index: int) -> list[Image]:
+    def images(self, out: Scan) -> list[Image]:
+        """The binary's images, numbered after *out*'s; its strings count
+        towards *out*'s limit, checked before any is read."""
+        first, binary_index = len(out.images), len(out.binaries)
         regions = self.regions
         regions.add(0, self.header_size, "the header", 0)
         regions.add(
@@ -375,6 +383,14 @@ class _Reader:
         overlap = regions.overlap()
         if overlap:
             self.fail(*overlap)
+        strings = sum(fields[4] for fields in entries)
+        if strings > out.limits.strings - out.strings:
+            self.fail(
+                f"more than {out.limits.strings} strings in one input "
+                "(--max-strings raises the limit)",
+                HDR_COUNT,
+            )
+        out.strings += strings
 
         found = []
         for i, (kind, offload, flags, str_off, nstr, img_off, img_size) in enumerate(

@@ -174,6 +174,28 @@ def _aliased(strings: int, length: int) -> bytes:
     return bytes(out)
 
 
+def _many_strings(count: int, length: int) -> bytes:
+    """A version 2 binary whose one entry has *count* distinct keys, each of
+    *length* bytes with a value of *length* control bytes (escaped when shown:
+    what costs a reader most per byte of input)."""
+    table = HEADER.size + ENTRY.size
+    text = table + STRING_V2.size * count
+    step = 2 * length + 1
+    size = align(text + step * count) + 8
+    out = bytearray(size)
+    HEADER.pack_into(out, 0, MAGIC, 2, size, HEADER.size, 1)
+    ENTRY.pack_into(out, HEADER.size, 0, 0, 0, table, count, size - 8, 8)
+    value = b"\x01" * length
+    for i in range(count):
+        at = text + step * i
+        out[at : at + length] = ((b"%08d" % i) * (length // 8 + 1))[:length]
+        out[at + length + 1 : at + step] = value
+        STRING_V2.pack_into(
+            out, table + STRING_V2.size * i, at, at + length + 1, length
+        )
+    return bytes(out)
+
+
 def _zero_length(entries: int) -> bytes:
     """A version 2 binary of *entries* entries with no image and no string."""
     size = align(HEADER.size + ENTRY.size * entries) + 8
@@ -246,6 +268,8 @@ def small() -> dict[str, bytes]:
         "alias-1k-x-64": _aliased(1000, 64),
         "alias-fits": _aliased(2, 8),
         "zerolen-100": _zero_length(100),
+        "strings-65536": _many_strings(65536, 1),
+        "strings-65537": _many_strings(65537, 1),
         "zerolen-5000": _zero_length(5000),
         "shared-strings": _shared("strings"),
         "shared-image": _shared("image"),
@@ -272,7 +296,8 @@ def small() -> dict[str, bytes]:
 def large() -> dict[str, bytes]:
     """The bombs and large runs of the report: 1 GiB from 1 MB (zlib, zstd),
     four of them, 5000 binaries of 1 MiB, a 64-section ELF over a 1 GiB bomb,
-    60 binaries of 1 MiB (within the budget: read), 100,000 tiny binaries."""
+    60 binaries of 1 MiB (within the budget: read), 100,000 tiny binaries,
+    480,000 strings (refused) and 60,000 long ones (read), each about 15 MB."""
     bomb_zlib = v3_compressed(1 << 30, "zlib")
     bomb_zstd = v3_compressed(1 << 30, "zstd")
     one_mib = v3_compressed(1 << 20, "zstd")
@@ -284,6 +309,8 @@ def large() -> dict[str, bytes]:
         "concat-v3-1m-x60": one_mib * 60,
         "elf-64-sections-over-1g-bomb": elf([bomb_zstd] * 64, same=True),
         "concat-v1-x100k": b"".join([good_v1(0, 8)] * 100_000),
+        "strings-480k": _many_strings(480_000, 4),
+        "strings-60k-of-120-bytes": _many_strings(60_000, 120),
     }
 
 

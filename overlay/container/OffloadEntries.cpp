@@ -81,6 +81,7 @@ struct Budget {
   uint64_t Inflated = 0;
   uint64_t Binaries = 0;
   uint64_t Entries = 0;
+  uint64_t Strings = 0;
 };
 
 /// Byte ranges of one binary that must not overlap, with their names.
@@ -207,7 +208,8 @@ static Error readHeader(StringRef Rest, Binary &B) {
 }
 
 /// Reads the entries of \p B, its header checked, and appends them to \p Out.
-static Error readEntries(Binary &B, std::vector<OffloadEntry> &Out) {
+static Error readEntries(Binary &B, Budget &Used,
+                         std::vector<OffloadEntry> &Out) {
   StringRef Bin = B.Bytes;
   uint64_t Size = B.size(), SES = B.StringEntrySize;
   B.Structure.add(0, B.HeaderEnd, "the header");
@@ -226,6 +228,15 @@ static Error readEntries(Binary &B, std::vector<OffloadEntry> &Out) {
   }
   if (std::optional<std::string> Overlap = B.Structure.overlap())
     return B.malformed(*Overlap);
+  // Each count is at most the binary's size, so the sum cannot wrap.
+  uint64_t Strings = 0;
+  for (uint64_t I = 0; I < B.Count; ++I)
+    Strings += read64(Bin.data() + B.EntriesOffset + I * EntrySize + 16);
+  if (Strings > Used.Limits.MaxStrings - Used.Strings)
+    return B.malformed(
+        "more than " + Twine(Used.Limits.MaxStrings) +
+        " strings in one input (--max-strings raises the limit)");
+  Used.Strings += Strings;
   for (uint64_t I = 0; I < B.Count; ++I) {
     const char *P = Bin.data() + B.EntriesOffset + I * EntrySize;
     uint64_t StringOffset = read64(P + 8), NumStrings = read64(P + 16);
@@ -383,7 +394,7 @@ static Error walk(StringRef Data, uint64_t Begin, uint64_t End, int Source,
                                    " images in one input "
                                    "(--max-binaries raises the limit)");
     Used.Entries += B.Count;
-    if (Error Err = readEntries(B, Out))
+    if (Error Err = readEntries(B, Used, Out))
       return Err;
     ++Used.Binaries;
     // Version 3 pads a binary to 8 bytes after its Size.

@@ -16,14 +16,14 @@
 // never more bytes in all than the binary holds (aliased strings); ELF files
 // searched for SHT_LLVM_OFFLOADING sections, which must not overlap. The
 // whole input is bounded too (ReadLimits): what its compressed binaries
-// inflate to in all, and how many binaries and entries it holds, checked
-// before anything is allocated. Entries are views of the
-// caller's memory: nothing is copied or re-encoded, so the bytes handed on
-// are the caller's own; the one exception is a compressed version 3 binary,
-// inflated (LLVM's zlib or zstd, its size bounded before anything is
-// allocated) into a buffer its entries share and keep alive (Storage). LLVM
-// 22's object::OffloadBinary reads version 1 only, and copies the buffer;
-// main's reads versions 2 and 3 as well.
+// inflate to in all, and how many binaries, entries and strings it holds,
+// checked before anything is allocated. Entries are views of the caller's
+// memory: nothing is copied or re-encoded, so the bytes handed on are the
+// caller's own; the one exception is a compressed version 3 binary, inflated
+// (LLVM's zlib or zstd, its size bounded before anything is allocated) into a
+// buffer its entries share and keep alive (Storage). LLVM 22's
+// object::OffloadBinary reads version 1 only, and copies the buffer; main's
+// reads versions 2 and 3 as well.
 //
 //===----------------------------------------------------------------------===//
 
@@ -60,6 +60,7 @@ inline constexpr uint64_t MaxInflatedSize = uint64_t(1) << 30;
 /// The defaults of ReadLimits (kdl/offload/binary.py's Limits).
 inline constexpr uint64_t DefaultMaxInflatedTotal = uint64_t(64) << 20;
 inline constexpr uint64_t DefaultMaxBinaries = 4096;
+inline constexpr uint64_t DefaultMaxStrings = 65536;
 /// ImageKind, OffloadKind, Flags, StringOffset, NumStrings, ImageOffset,
 /// ImageSize.
 inline constexpr uint64_t EntrySize = 40;
@@ -101,6 +102,8 @@ struct ReadLimits {
   uint64_t MaxInflated = offload_layout::DefaultMaxInflatedTotal;
   /// How many binaries, and separately how many entries, it may hold.
   uint64_t MaxBinaries = offload_layout::DefaultMaxBinaries;
+  /// How many string-map entries (key=value pairs) its entries may hold.
+  uint64_t MaxStrings = offload_layout::DefaultMaxStrings;
 };
 
 /// True if \p Data starts with the OffloadBinary magic bytes.

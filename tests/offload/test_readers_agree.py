@@ -65,6 +65,7 @@ def cxx_reads(tool: Path, path: Path, limits: Limits) -> tuple[Entries, str]:
             tool,
             f"--max-inflated={limits.inflated}",
             f"--max-binaries={limits.binaries}",
+            f"--max-strings={limits.strings}",
             path,
         ],
         capture_output=True,
@@ -138,15 +139,14 @@ def test_both_readers_give_one_answer_on_the_hostile_corpus(
 def test_raised_limits_are_the_same_limits_in_both(
     entries_tool: Path, tmp_path: Path
 ) -> None:
-    """--max-inflated and --max-binaries move both readers' bounds alike."""
-    files = {
-        "bombs-9x8m-zlib": hostile.corpus()["bombs-9x8m-zlib"],
-        "concat-v1-x5000": hostile.corpus()["concat-v1-x5000"],
-        "zerolen-5000": hostile.corpus()["zerolen-5000"],
-    }
-    raised = Limits(inflated=80 << 20, binaries=6000)
+    """--max-inflated, --max-binaries and --max-strings move both readers'
+    bounds alike."""
+    small = hostile.corpus()
+    names = ("bombs-9x8m-zlib", "concat-v1-x5000", "zerolen-5000", "strings-65537")
+    files = {name: small[name] for name in names}
+    raised = Limits(inflated=80 << 20, binaries=6000, strings=70000)
     differ, accepted = _disagreements(entries_tool, files, tmp_path, raised)
-    assert differ == [] and accepted == 3
-    lowered = Limits(inflated=1 << 20, binaries=10)
+    assert differ == [] and accepted == 4
+    lowered = Limits(inflated=1 << 20, binaries=10, strings=100)
     differ, accepted = _disagreements(entries_tool, files, tmp_path, lowered)
     assert differ == [] and accepted == 0

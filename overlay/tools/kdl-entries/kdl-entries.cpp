@@ -49,6 +49,12 @@ static cl::opt<uint64_t> MaxBinaries(
     cl::value_desc("N"), cl::init(kdl::offload_layout::DefaultMaxBinaries),
     cl::cat(EntriesCategory));
 
+static cl::opt<uint64_t> MaxStrings(
+    "max-strings",
+    cl::desc("How many key=value strings the input's images may hold in all"),
+    cl::value_desc("N"), cl::init(kdl::offload_layout::DefaultMaxStrings),
+    cl::cat(EntriesCategory));
+
 static int fail(const Twine &Message) {
   WithColor::error(errs()) << Message << "\n";
   return 2;
@@ -67,7 +73,7 @@ int main(int Argc, char **Argv) {
     return fail(InputFile + ": cannot read: " + EC.message());
   std::vector<kdl::OffloadEntry> Entries;
   if (Error Err = kdl::readOffloadFile((*Buffer)->getBuffer(), Entries,
-                                       {MaxInflated, MaxBinaries}))
+                                       {MaxInflated, MaxBinaries, MaxStrings}))
     return fail(InputFile + ": " + toString(std::move(Err)));
   json::OStream J(outs(), 1);
   J.object([&] {

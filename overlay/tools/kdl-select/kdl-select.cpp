@@ -9,12 +9,12 @@
 // kdl-select reads the OffloadBinary images of a file (a raw binary,
 // concatenated binaries of versions 1 to 3, or an ELF file with an
 // SHT_LLVM_OFFLOADING section) with the workspace's container reader
-// (container/OffloadEntries.h, the shim's; --max-inflated and --max-binaries
-// raise its bounds for one input), checks each as the device's offload
-// plugin would (compat/PluginCompat.h), orders the accepted ones as the series
-// does (v3, EntryFit.h: how the entry's arch and ImageKind fit the device) and
-// prints every verdict, the image today's runtime loads (the first accepted)
-// and the series' choice:
+// (container/OffloadEntries.h, the shim's; --max-inflated, --max-binaries and
+// --max-strings raise its bounds for one input), checks each as the device's
+// offload plugin would (compat/PluginCompat.h), orders the accepted ones as
+// the series does (v3, EntryFit.h: how the entry's arch and ImageKind fit the
+// device) and prints every verdict, the image today's runtime loads (the
+// first accepted) and the series' choice:
 //
 //   image 0: rejected: sm_80 cubin does not run on compute capability 9.0
 //   image 1: rank 2: sm_90, exact fit
@@ -105,6 +105,12 @@ static cl::opt<uint64_t> MaxBinaries(
     cl::desc("How many OffloadBinaries, and how many images, the input may "
              "hold"),
     cl::value_desc("N"), cl::init(kdl::offload_layout::DefaultMaxBinaries),
+    cl::cat(SelectCategory));
+
+static cl::opt<uint64_t> MaxStrings(
+    "max-strings",
+    cl::desc("How many key=value strings the input's images may hold in all"),
+    cl::value_desc("N"), cl::init(kdl::offload_layout::DefaultMaxStrings),
     cl::cat(SelectCategory));
 
 enum ExitCode { ExitSelected = 0, ExitNoneCompatible = 1, ExitBadInput = 2 };
@@ -204,7 +210,7 @@ static Answer answer(const Question &Q) {
     return fail(Name + ": cannot read: " + EC.message());
   std::vector<kdl::OffloadEntry> Entries;
   if (Error Err = kdl::readOffloadFile((*Buffer)->getBuffer(), Entries,
-                                       {MaxInflated, MaxBinaries}))
+                                       {MaxInflated, MaxBinaries, MaxStrings}))
     return fail(Name + ": " + toString(std::move(Err)));
   if (Entries.empty())
     return fail(Name + ": no offloading image found");
