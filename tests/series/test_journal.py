@@ -307,3 +307,28 @@ def test_revert_waits_for_the_journal_to_be_undone(
     assert snapshot(llvm) == before
     assert apply(capsys, llvm, series, "--recover")[0] == 0
     assert on_series(capsys, "revert", llvm, series)[0] == 0
+
+
+def test_an_index_lock_a_running_git_holds_says_wait(llvm: Path) -> None:
+    """index.lock while a git runs in the checkout: its pid, and wait."""
+    from kdl.series.gitstate import index_lock_problem
+
+    lock = llvm / ".git/index.lock"
+    lock.write_text("")
+    running = subprocess.Popen(["git", "-c", "alias.wait=!sleep 30", "wait"], cwd=llvm)
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            problem = index_lock_problem(llvm, llvm / ".git") or ""
+            if "another git process" in problem or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        assert problem.startswith(
+            f"{llvm}: another git process is running in this checkout (pid "
+            f"{running.pid}: git -c alias.wait=!sleep 30 wait) and holds {lock}"
+        ), problem
+    finally:
+        os.killpg(running.pid, signal.SIGKILL)
+        running.wait()
+    lock.unlink()
+    assert index_lock_problem(llvm, llvm / ".git") is None
