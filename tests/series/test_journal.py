@@ -315,7 +315,11 @@ def test_an_index_lock_a_running_git_holds_says_wait(llvm: Path) -> None:
 
     lock = llvm / ".git/index.lock"
     lock.write_text("")
-    running = subprocess.Popen(["git", "-c", "alias.wait=!sleep 30", "wait"], cwd=llvm)
+    running = subprocess.Popen(
+        ["git", "-c", "alias.wait=!sleep 30", "wait"],
+        cwd=llvm,
+        start_new_session=True,  # its sleep goes with it
+    )
     try:
         deadline = time.monotonic() + 10
         while True:
