@@ -336,3 +336,33 @@ def test_an_index_lock_a_running_git_holds_says_wait(llvm: Path) -> None:
         running.wait()
     lock.unlink()
     assert index_lock_problem(llvm, llvm / ".git") is None
+
+
+def test_ctrl_c_while_it_recovers_still_ends_as_it_was(
+    capsys: pytest.CaptureFixture[str], llvm: Path, series: SeriesDir
+) -> None:
+    """SIGINT after the first and the third git command of the next run,
+    while it undoes a killed run's half-done checkout: the undo ends whole,
+    then the run stops with exit status 130."""
+    _applied_then_back_on_main(capsys, llvm, series)
+    before = snapshot(llvm)
+    _begin(llvm, True).journal.record("switch", to=BRANCH)
+    path = llvm / OFFLOAD_API
+    path.write_text(git(llvm, "show", f"{BRANCH}:{OFFLOAD_API}"))
+    run = subprocess.run(
+        apply_argv(llvm, series),
+        env=dict(
+            os.environ,
+            PYTHONPATH=str(paths.ROOT),
+            KDL_TEST_SIGNAL_AFTER_GIT=f"1:{signal.SIGINT},3:{signal.SIGINT}",
+        ),
+        capture_output=True,
+        text=True,
+        start_new_session=True,
+        timeout=120,
+        check=False,
+    )
+    assert run.returncode == 130, run.stderr
+    assert "recovered from an interrupted kdl apply: nothing changed" in run.stdout
+    assert run.stderr.endswith("error: interrupted after the recovery\n")
+    assert snapshot(llvm) == before
