@@ -97,6 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("file", type=Path, metavar="FILE")
     p.add_argument("--json", action="store_true", help="print one JSON document")
+    _limit_args(p)
 
     p = add(
         "select",
@@ -115,6 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--json", action="store_true", help="print one JSON document")
     p.add_argument("--build-dir", type=Path, metavar="DIR", help="overlay build dir")
+    _limit_args(p)
 
     # --- The series on an llvm-project checkout ------------------------------
     p = add(
@@ -234,6 +236,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     p = add(
+        "bench-readers",
+        "results.readers:cmd_bench_readers",
+        "peak memory of both OffloadBinary readers on the hostile corpus",
+    )
+    p.add_argument(
+        "--output", type=Path, metavar="FILE", help="results/readers/peak-rss.json"
+    )
+    p.add_argument(
+        "--small", action="store_true", help="leave out the large files (GiB bombs)"
+    )
+
+    p = add(
         "bench", "results.bench:cmd_bench", "measure selection cost against first-wins"
     )
     p.add_argument(
@@ -311,6 +325,30 @@ def _check_workspace(program: str) -> None:
                 "moved; run a script there (python3 scripts/selftest.py ...) to "
                 "rebuild its .venv"
             )
+
+
+def _limit_args(p: argparse.ArgumentParser) -> None:
+    """The bounds of the OffloadBinary readers for one whole input."""
+    p.add_argument(
+        "--max-inflated",
+        type=int,
+        metavar="BYTES",
+        help="what the input's compressed binaries may inflate to in all "
+        "(default 67108864: 64 MiB)",
+    )
+    p.add_argument(
+        "--max-binaries",
+        type=int,
+        metavar="N",
+        help="how many OffloadBinaries, and how many images, the input may "
+        "hold (default 4096)",
+    )
+    p.add_argument(
+        "--max-strings",
+        type=int,
+        metavar="N",
+        help="how many key=value strings its images may hold in all (default 65536)",
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -60,6 +60,7 @@ def build_fuzzer(src_dir: Path, out: Path) -> Path:
         src_dir / "llvm/lib/Frontend/Offloading/ImageRanking.cpp",
         compat / "PluginCompat.cpp",
         paths.OVERLAY_SRC / "container" / "OffloadEntries.cpp",
+        paths.OVERLAY_SRC / "container" / "OffloadSections.cpp",
         paths.OVERLAY_SRC / "tools" / "kdl-select" / "EntryFit.cpp",
         SOURCE,
         f"-L{prefix / 'lib'}",

@@ -13,7 +13,10 @@ import logging
 import os
 import shlex
 import subprocess
+import tempfile
+import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from kdl.errors import CommandError, WorkspaceError
@@ -77,6 +80,78 @@ def run(
             stderr = (proc.stdout or b"").decode(errors="replace")
         raise CommandError(args, proc.returncode, stderr)
     return proc
+
+
+@dataclass(frozen=True)
+class Measured:
+    """How a command ended and what it cost."""
+
+    returncode: int
+    seconds: float
+    peak_rss_mb: float  # the command's own maximum resident set size
+    stderr: str
+
+
+#: Starts the measured command and reports its status and ru_maxrss. Linux
+#: carries a process's peak RSS across fork and exec (the copy of the parent
+#: counts), so the command is forked from this small interpreter, not from
+#: kdl: its floor is the launcher's own few MB, not kdl's memory.
+_LAUNCHER = """\
+import os, sys
+out, argv = sys.argv[1], sys.argv[2:]
+pid = os.fork()
+if pid == 0:
+    try:
+        os.execvp(argv[0], argv)
+    finally:
+        os._exit(127)
+_, status, usage = os.wait4(pid, 0)
+with open(out, "w") as f:
+    f.write(f"{os.waitstatus_to_exitcode(status)} {usage.ru_maxrss}\\n")
+"""
+
+
+def measure(
+    argv: Sequence[str | os.PathLike[str]],
+    *,
+    env: Mapping[str, str] | None = None,
+    timeout: float = 600,
+) -> Measured:
+    """Run *argv* with stdout discarded; its exit status, time and peak RSS
+    (its own: see :data:`_LAUNCHER`; at least the launcher's few MB)."""
+    import sys
+
+    args = [str(a) for a in argv]
+    log.debug("measuring: %s", quote(args))
+    full_env = dict(os.environ) | dict(env or {})
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="kdl-measure-") as scratch:
+        report = Path(scratch) / "status"
+        with (Path(scratch) / "stderr").open("w+b") as err:
+            child = subprocess.Popen(
+                [sys.executable, "-S", "-c", _LAUNCHER, str(report), *args],
+                stdout=subprocess.DEVNULL,
+                stderr=err,
+                env=full_env,
+                start_new_session=True,
+            )
+            try:
+                child.wait(timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(child.pid, 9)
+                child.wait()
+                raise WorkspaceError(
+                    f"{args[0]}: timed out after {timeout} s"
+                ) from None
+            err.seek(0)
+            text = err.read().decode(errors="replace")
+        try:
+            status, maxrss = report.read_text().split()
+        except (OSError, ValueError) as exc:
+            raise WorkspaceError(f"{args[0]}: could not be measured ({text})") from exc
+    if int(status) == 127 and not text:
+        raise WorkspaceError(f"{args[0]}: command not found")
+    return Measured(int(status), time.monotonic() - started, int(maxrss) / 1024, text)
 
 
 def output(argv: Sequence[str | os.PathLike[str]], **kwargs: object) -> str:

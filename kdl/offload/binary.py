@@ -24,6 +24,14 @@ anything else. Keys, and version 1 values, must be NUL-terminated inside the
 binary. Nothing is allocated from an untrusted count before it is checked
 against the bytes that are really there.
 
+The whole input is bounded too (:class:`Limits`): the inflated sizes of all
+its compressed binaries together, checked against the budget before anything
+is inflated, and the number of its binaries and of their entries. A file of a
+few MB that inflates to GBs, or holds hundreds of thousands of tiny binaries,
+is refused in one line instead of read; the C++ reader
+(``overlay/container/OffloadEntries.h``) applies the same rules and limits, so
+both accept the same files with the same entries.
+
 Every problem raises :class:`kdl.errors.FormatError` naming the absolute file
 offset of the field (or structure) at fault.
 """
@@ -32,13 +40,13 @@ from __future__ import annotations
 
 import bisect
 import itertools
-import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NoReturn
 
 from kdl.errors import FormatError, WorkspaceError
 from kdl.offload import elf
+from kdl.offload.inflate import inflate, is_compressed_v3
 from kdl.offload.layout import (
     ENT_IMAGE_OFFSET,
     ENT_IMAGE_SIZE,
@@ -67,6 +75,7 @@ from kdl.offload.writer import write_v1, write_v2, write_v3
 __all__ = [
     "Binary",
     "Image",
+    "Limits",
     "Scan",
     "image_kind_name",
     "make_image",
@@ -78,6 +87,26 @@ __all__ = [
     "write_v2",
     "write_v3",
 ]
+
+
+#: The defaults of :class:`Limits` (and of the C++ reader's): a fat binary
+#: of a few hundred images and 64 MiB of compressed code fits with room; with
+#: them ``kdl inspect`` stays under 256 MB of memory on any input of 16 MB.
+MAX_INFLATED_TOTAL = 64 << 20
+MAX_BINARIES = 4096
+MAX_STRINGS = 65536
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Bounds for one whole input (``--max-inflated``, ``--max-binaries``)."""
+
+    #: The inflated sizes of all compressed binaries together, in bytes.
+    inflated: int = MAX_INFLATED_TOTAL
+    #: The binaries, and separately their entries (images), of the input.
+    binaries: int = MAX_BINARIES
+    #: The string-map entries (key=value pairs) of all its images.
+    strings: int = MAX_STRINGS
 
 
 @dataclass(frozen=True)
@@ -105,14 +134,19 @@ class Scan:
     binaries: list[Binary] = field(default_factory=list)
     images: list[Image] = field(default_factory=list)
     sections: list[elf.Section] = field(default_factory=list)
+    limits: Limits = field(default_factory=Limits)
+    #: The inflated bytes of the compressed binaries read so far.
+    inflated: int = 0
+    #: The string-map entries read so far.
+    strings: int = 0
 
 
-def read_file(path: str | Path) -> list[Image]:
+def read_file(path: str | Path, limits: Limits | None = None) -> list[Image]:
     """The images of the file at *path* (see :func:`scan`)."""
-    return scan_file(path).images
+    return scan_file(path, limits).images
 
 
-def scan_file(path: str | Path) -> Scan:
+def scan_file(path: str | Path, limits: Limits | None = None) -> Scan:
     """Read *path* once and scan it. The magic is checked before the rest is
     read, so a device such as /dev/zero or a large file of something else is
     turned away after four bytes."""
@@ -126,22 +160,23 @@ def scan_file(path: str | Path) -> Scan:
             data = head + f.read()
     except OSError as exc:
         raise WorkspaceError(f"{path}: cannot read: {exc.strerror or exc}") from exc
-    return scan(data, str(path))
+    return scan(data, str(path), limits)
 
 
-def parse(data: bytes, path: str) -> list[Image]:
+def parse(data: bytes, path: str, limits: Limits | None = None) -> list[Image]:
     """The images in *data*, numbered as ``extractOffloadBinaries`` would."""
-    return scan(data, path).images
+    return scan(data, path, limits).images
 
 
-def scan(data: bytes, path: str) -> Scan:
+def scan(data: bytes, path: str, limits: Limits | None = None) -> Scan:
     data = bytes(data)
+    limits = limits or Limits()
     if data[:4] == MAGIC:
-        result = Scan(path, "offload-binary")
+        result = Scan(path, "offload-binary", limits=limits)
         _walk(data, path, result, (0, len(data), None))
         return result
     if data[:4] == elf.MAGIC:
-        result = Scan(path, "elf")
+        result = Scan(path, "elf", limits=limits)
         result.sections = elf.offloading_sections(data, path)
         # Two sections over the same bytes would list their images twice.
         spans = sorted(result.sections, key=lambda sec: sec.offset)
@@ -174,10 +209,19 @@ def _walk(
 ) -> None:
     """Parse the run of binaries in data[start:end], as LLVM 22 walks it."""
     offset, end, section = where
+    limits = out.limits
     while offset < end:
-        if not _compressed_v3(data, offset, end):
+        if len(out.binaries) >= limits.binaries:
+            raise FormatError(
+                path,
+                f"more than {limits.binaries} OffloadBinaries in one input "
+                "(--max-binaries raises the limit)",
+                offset,
+            )
+        if not is_compressed_v3(data, offset, end):
             reader = _Reader(data, path, offset, end)
-            found = reader.images(len(out.images), len(out.binaries))
+            _count_images(out, reader.count, offset)
+            found = reader.images(out)
             binary = Binary(
                 len(out.binaries),
                 offset,
@@ -188,12 +232,15 @@ def _walk(
             )
             step = reader.size
         else:
-            inflated, fmt, size = _inflate(data, path, offset, end)
+            budget = (limits.inflated - out.inflated, limits.inflated)
+            inflated, fmt, size = inflate(data, path, offset, end, budget)
+            out.inflated += len(inflated)
             # Offsets inside a compressed binary are offsets of the inflated one.
             reader = _Reader(
                 inflated, f"{path} (binary at {offset}, inflated)", 0, len(inflated)
             )
-            found = reader.images(len(out.images), len(out.binaries))
+            _count_images(out, reader.count, offset)
+            found = reader.images(out)
             binary = Binary(
                 len(out.binaries),
                 offset,
@@ -211,69 +258,16 @@ def _walk(
         offset += align(step) if binary.version >= 3 else step
 
 
-#: Where compressed streams start: zstd's frame magic; a zlib stream is told
-#: by its 2-byte header (CMF/FLG) instead.
-_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
-#: A compressed binary may inflate to at most this many times its stream,
-#: and never past this many bytes: the header's InflatedSize is not trusted.
-MAX_INFLATE_RATIO = 1024
-MAX_INFLATED = 1 << 30
-
-
-def _compressed_v3(data: bytes, offset: int, end: int) -> bool:
-    """Whether a compressed version 3 binary starts at *offset*."""
-    if end - offset < HEADER_V3.size or data[offset : offset + 4] != MAGIC:
-        return False
-    _, version, _, _, _, inflated_size = HEADER_V3.unpack_from(data, offset)
-    return bool(version == 3 and inflated_size != 0)
-
-
-def _inflate(data: bytes, path: str, offset: int, end: int) -> tuple[bytes, str, int]:
-    """(the inflated binary, its compression, its Size on disk)."""
-    _, version, size, entries_offset, count, inflated_size = HEADER_V3.unpack_from(
-        data, offset
-    )
-
-    def fail(what: str, at: int) -> NoReturn:
-        raise FormatError(path, f"compressed binary: {what}", offset + at)
-
-    if size > end - offset:
-        fail(f"size {size} is past the end of the data ({end - offset} bytes)", 8)
-    if entries_offset != HEADER_V3.size:
-        fail(f"entries offset {entries_offset}, expected {HEADER_V3.size}", 16)
-    if size < entries_offset:
-        fail(f"size {size} is less than the header", 8)
-    stream = data[offset + entries_offset : offset + size]
-    body_size = inflated_size - entries_offset
-    if inflated_size < entries_offset or body_size > min(
-        MAX_INFLATED, MAX_INFLATE_RATIO * max(len(stream), 1)
-    ):
-        fail(f"inflated size {inflated_size} is not believable", 32)
-    if stream[:4] == _ZSTD_MAGIC:
-        import zstandard
-
-        fmt = "zstd"
-        try:
-            reader = zstandard.ZstdDecompressor().stream_reader(stream)
-            body = reader.read(body_size + 1)
-        except zstandard.ZstdError as exc:
-            fail(f"bad zstd stream ({exc})", entries_offset)
-    elif (
-        len(stream) >= 2
-        and stream[0] & 0x0F == 8
-        and ((stream[0] << 8) | stream[1]) % 31 == 0
-    ):
-        fmt = "zlib"
-        try:
-            body = zlib.decompressobj().decompress(stream, body_size + 1)
-        except zlib.error as exc:
-            fail(f"bad zlib stream ({exc})", entries_offset)
-    else:
-        fail("unknown compression format (neither zstd nor zlib)", entries_offset)
-    if len(body) != body_size:
-        fail(f"inflates to {len(body)} bytes, header says {body_size}", 32)
-    header = HEADER_V3.pack(MAGIC, version, inflated_size, entries_offset, count, 0)
-    return header + body, fmt, size
+def _count_images(out: Scan, count: int, offset: int) -> None:
+    """Refuse a binary whose entries take the input past its image limit,
+    before any of them is read."""
+    if len(out.images) + count > out.limits.binaries:
+        raise FormatError(
+            out.path,
+            f"more than {out.limits.binaries} images in one input "
+            "(--max-binaries raises the limit)",
+            offset,
+        )
 
 
 class _Regions:
@@ -310,7 +304,7 @@ class _Reader:
     :meth:`images`. Offsets inside the binary are relative to *base*; the
     offsets in errors are absolute."""
 
-    def __init__(self, data: bytes, path: str, base: int, end: int) -> None:
+    def __init__(self, data: bytes | bytearray, path: str, base: int, end: int) -> None:
         self.data, self.path, self.base = data, path, base
         self.regions = _Regions()
         left = end - base
@@ -369,7 +363,10 @@ class _Reader:
     def fail(self, what: str, offset: int) -> NoReturn:
         raise FormatError(self.path, what, self.base + offset)
 
-    def images(self, first: int, binary_index: int) -> list[Image]:
+    def images(self, out: Scan) -> list[Image]:
+        """The binary's images, numbered after *out*'s; its strings count
+        towards *out*'s limit, checked before any is read."""
+        first, binary_index = len(out.images), len(out.binaries)
         regions = self.regions
         regions.add(0, self.header_size, "the header", 0)
         regions.add(
@@ -386,6 +383,14 @@ class _Reader:
         overlap = regions.overlap()
         if overlap:
             self.fail(*overlap)
+        strings = sum(fields[4] for fields in entries)
+        if strings > out.limits.strings - out.strings:
+            self.fail(
+                f"more than {out.limits.strings} strings in one input "
+                "(--max-strings raises the limit)",
+                HDR_COUNT,
+            )
+        out.strings += strings
 
         found = []
         for i, (kind, offload, flags, str_off, nstr, img_off, img_size) in enumerate(
@@ -394,7 +399,7 @@ class _Reader:
             start = self.base + img_off
             found.append(
                 Image(
-                    image=self.data[start : start + img_size],
+                    image=bytes(memoryview(self.data)[start : start + img_size]),
                     strings=[self.string(str_off, j) for j in range(nstr)],
                     image_kind_id=kind,
                     offload_kind=offload,
@@ -473,7 +478,7 @@ class _Reader:
             )
         self.not_structure(value_off, value_size, at + 8, "value")
         start = self.base + value_off
-        return key, self.data[start : start + value_size]
+        return key, bytes(self.data[start : start + value_size])
 
     def cstring(self, offset: int, field_at: int, what: str) -> bytes:
         if offset >= self.size:
@@ -483,7 +488,7 @@ class _Reader:
         if nul < 0:
             self.fail(f"unterminated {what} string", offset)
         self.not_structure(offset, nul + 1 - start, field_at, what)
-        return self.data[start:nul]
+        return bytes(self.data[start:nul])
 
     def not_structure(self, offset: int, length: int, field_at: int, what: str) -> None:
         hit = self.regions.find(offset, offset + length) if length else None

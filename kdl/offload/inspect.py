@@ -18,18 +18,40 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
+from collections.abc import Iterator
 from typing import Any
 
-from kdl.offload.binary import Binary, Scan, scan_file
+from kdl.errors import UsageError
+from kdl.offload.binary import Binary, Limits, Scan, scan_file
 from kdl.offload.layout import Image, encode
 
 
+def limits_of(args: argparse.Namespace) -> Limits:
+    """The readers' bounds given by ``--max-inflated``, ``--max-binaries`` and
+    ``--max-strings``."""
+    given = {
+        "inflated": args.max_inflated,
+        "binaries": args.max_binaries,
+        "strings": args.max_strings,
+    }
+    limits = Limits(**{k: v for k, v in given.items() if v is not None})
+    if limits.inflated < 0 or limits.binaries < 1 or limits.strings < 0:
+        raise UsageError(
+            "--max-inflated and --max-strings must be 0 or more, --max-binaries "
+            "1 or more"
+        )
+    return limits
+
+
 def cmd_inspect(args: argparse.Namespace) -> int:
-    found = scan_file(args.file)
+    found = scan_file(args.file, limits_of(args))
     if args.json:
-        print(json.dumps(to_json(found), indent=2))
+        # Streamed: the text of a large document is never held whole.
+        json.dump(to_json(found), sys.stdout, indent=2)
+        print()
     else:
-        print(render_text(found), end="")
+        sys.stdout.writelines(text_lines(found))
     return 0
 
 
@@ -76,6 +98,11 @@ def _kind(img: Image) -> str:
 
 
 def render_text(found: Scan) -> str:
+    return "".join(text_lines(found))
+
+
+def text_lines(found: Scan) -> Iterator[str]:
+    """The text report, a line at a time (each with its newline)."""
     title = (
         f"{found.path}: {_count(len(found.images), 'image', 'images')} in "
         f"{_count(len(found.binaries), 'OffloadBinary', 'OffloadBinaries')}"
@@ -83,10 +110,10 @@ def render_text(found: Scan) -> str:
     if found.kind == "elf":
         sections = _count(len(found.sections), "section", "sections")
         title += f" ({sections} of type SHT_LLVM_OFFLOADING)"
-    lines = [title]
+    yield title + "\n"
     for img in found.images:
         binary = found.binaries[img.binary_index]
-        lines += [
+        lines = [
             f"image {img.index}:",
             f"  binary:        {img.binary_index} at {_where(binary)}",
             f"  version:       {img.version}{_format_note(binary)}",
@@ -98,8 +125,9 @@ def render_text(found: Scan) -> str:
             f"  sha256:        {img.sha256}",
             f"  strings:       {len(img.strings)}",
         ]
-        lines += [f"    {show(k)}={show(v)}" for k, v in img.strings]
-    return "\n".join(lines) + "\n"
+        yield "".join(line + "\n" for line in lines)
+        for k, v in img.strings:
+            yield f"    {show(k)}={show(v)}\n"
 
 
 def _image_json(img: Image) -> dict[str, Any]:

@@ -19,13 +19,27 @@ import sys
 from pathlib import Path
 
 from kdl import proc
+from kdl.offload.binary import Limits
+from kdl.offload.inspect import limits_of
 
 
 def select_argv(
-    tool: Path, device: str, file: Path, tag: str | None = None, json: bool = False
+    tool: Path,
+    device: str,
+    file: Path,
+    tag: str | None = None,
+    json: bool = False,
+    *,
+    limits: Limits | None = None,
 ) -> list[str]:
     """The ``kdl-select`` command line for these arguments."""
     argv = [str(tool), f"--device={device}"]
+    if limits is not None and limits != Limits():
+        argv += [
+            f"--max-inflated={limits.inflated}",
+            f"--max-binaries={limits.binaries}",
+            f"--max-strings={limits.strings}",
+        ]
     if tag is not None:
         argv.append(f"--tag={tag}")
     if json:
@@ -38,7 +52,14 @@ def cmd_select(args: argparse.Namespace) -> int:
     from kdl.build.overlay import build_overlay
 
     overlay = build_overlay(args.build_dir, report=False, targets=["kdl-select"])
-    argv = select_argv(overlay.select_tool, args.device, args.file, args.tag, args.json)
+    argv = select_argv(
+        overlay.select_tool,
+        args.device,
+        args.file,
+        args.tag,
+        args.json,
+        limits=limits_of(args),
+    )
     stdin = sys.stdin.buffer.read() if str(args.file) == "-" else None
     result = proc.run(argv, check=False, input=stdin)
     sys.stdout.write(result.stdout.decode(errors="replace"))

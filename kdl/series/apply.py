@@ -4,11 +4,14 @@ All or nothing. Every patch becomes one commit (``git am -3``: subject,
 body and date kept), authored by the checkout's git user (``git var
 GIT_AUTHOR_IDENT``): LLVM takes commits under the contributor's own public
 address, so a GitHub noreply address gets a warning. A patch that does not
-apply, an error, or Ctrl-C undoes the whole run: ``git am --abort``, the
-branch back where it was (or deleted, if this run created it) and the
-original HEAD checked out again.
-The first Ctrl-C lets the running git step finish and then rolls back; a
-second one stops at once and prints the commands that finish the job.
+apply, an error, or Ctrl-C undoes the whole run (:mod:`kdl.series.undo`):
+the branch back where it was (or deleted, if this run created it) and the
+original HEAD checked out again. git runs out of reach of the terminal's
+Ctrl-C: the running git step always ends whole, then the run is undone;
+further Ctrl-Cs do not stop the undo halfway. Every change is written to a
+journal first (:mod:`kdl.series.journal`), so a run killed outright is undone
+by the next one, which touches nothing if anything of the user's changed
+since.
 
 A branch is kdl's when ``git config branch.<name>.kdlBase`` is set and every
 commit after that base is one of the series' patches (by ``git patch-id
@@ -25,8 +28,9 @@ from pathlib import Path
 
 from kdl import proc
 from kdl.errors import GitError, WorkspaceError
-from kdl.series.checkout import Checkout, Interrupted, last_line
-from kdl.series.match import Match, PatchInfo, classify, failed_paths
+from kdl.series.checkout import Checkout
+from kdl.series.gitstate import Interrupted, last_line
+from kdl.series.match import Match, PatchInfo, classify, diff_files, failed_paths
 from kdl.series.model import Series
 from kdl.series.undo import Start, Undo, apply_lock, deferred_sigint
 
@@ -87,7 +91,7 @@ def apply_series(
     run killed outright leaves a journal, and the next run (or
     ``--recover`` alone) first puts the checkout back where that run
     started."""
-    with Checkout(llvm) as co, apply_lock(co):
+    with Checkout(llvm, shield=True) as co, apply_lock(co):
         recover_interrupted(co)
         if recover_only:
             return 0
@@ -125,9 +129,11 @@ def recover_interrupted(co: Checkout) -> None:
     if proc.DRY_RUN:
         print(f"would undo an interrupted kdl apply on {undo.branch}")
         return
-    message = undo.undo()
-    undo.forget()
-    print(f"recovered from an interrupted kdl apply: {message}")
+    with deferred_sigint() as interrupted:
+        message = undo.undo()
+    print(f"recovered from an interrupted kdl apply: {message}", flush=True)
+    if interrupted():
+        raise Interrupted("interrupted after the recovery")
 
 
 def _plan(co: Checkout, series: Series, branch: str, base: str | None) -> _Plan:
@@ -192,7 +198,6 @@ def _execute(
     co: Checkout, plan: _Plan, series: Series, keep_conflicts: bool
 ) -> tuple[int, int]:
     """Run the apply; return (patches applied, patches already in the base)."""
-    run = Undo(co, plan.start, plan.branch)
     applied = in_base = 0
     conflict: tuple[PatchInfo, list[str], str] | None = None
     who = author_ident(co)
@@ -207,14 +212,17 @@ def _execute(
         tempfile.TemporaryDirectory(prefix="kdl-am-") as scratch,
     ):
         mails = Path(scratch)
-        run.record()
+        run = Undo.begin(co, plan.start, plan.branch)
+        step = run.journal.record
         try:
             if run.created:
+                step("create", at=plan.base)
                 co.run(
                     "checkout", "--quiet", "--no-track", "-b", plan.branch, plan.base
                 )
                 co.write_meta(plan.branch, plan.base, plan.base_ref, series.name)
             elif plan.start.branch != plan.branch:
+                step("switch", to=plan.branch)
                 co.run("checkout", "--quiet", plan.branch)
             for info in plan.infos:
                 if info.name in plan.done:
@@ -223,64 +231,80 @@ def _execute(
                 if interrupted():
                     break
                 before = co.head()
+                text = info.patch.path.read_text(errors="replace")
                 mail = mails / info.patch.path.name
-                mail.write_text(
-                    as_authored_by(info.patch.path.read_text(errors="replace"), who)
+                mail.write_text(as_authored_by(text, who))
+                files = list(diff_files(text.encode(errors="replace")))
+                step(
+                    "am",
+                    patch=info.name,
+                    subject=info.subject,
+                    patch_id=info.patch_id,
+                    files=files,
+                    **{"from": before},
                 )
                 status, out, err = co.attempt(*AM_ARGS, str(mail))
                 if interrupted():
                     break
                 if status != 0:
-                    files = _conflict_files(co, f"{out}\n{err}")
-                    if not files:  # a hook, a broken patch: not a conflict
+                    found = _conflict_files(co, f"{out}\n{err}")
+                    if not found:  # a hook, a broken patch: not a conflict
                         raise GitError(
                             f"git am of {info.name} failed: {last_line(err or out)}"
                         )
                     print(f"  {info.name}: conflict", flush=True)
-                    conflict = (info, files, err)
+                    conflict = (info, found, err)
                     break
                 if co.head() == before:  # "No changes -- Patch already applied."
+                    step("commit", patch=info.name, head=before)
                     print(f"  {info.name}: already in the base, no commit made")
                     in_base += 1
                     continue
+                step("commit", patch=info.name, head=co.head())
                 made = co.commits("HEAD^", "HEAD")[0].patch_id or ""
                 co.add_applied(plan.branch, info.patch_id, made)
                 applied += 1
                 how = " (3-way merge)" if "3-way merge" in out + err else ""
                 print(f"  {info.name}: applied{how}", flush=True)
-        except KeyboardInterrupt:
-            raise run.interrupted() from None
+        except Interrupted:
+            raise Interrupted(f"interrupted: {_undo(run)}") from None
         except WorkspaceError as exc:
-            undone = run.undo()
-            run.forget()
-            raise GitError(f"{exc}\n  {undone}") from exc
+            raise GitError(f"{exc}\n  {_undo(run)}") from exc
         if interrupted():
-            undone = run.undo()
-            run.forget()
-            raise Interrupted(f"interrupted: {undone}")
-    if conflict and keep_conflicts:
+            raise Interrupted(f"interrupted: {_undo(run)}")
+        if conflict and not keep_conflicts:
+            info, found, err = conflict
+            am = run.journal.running_am()
+            undone = _undo(run, written=found + (am["files"] if am else []))
+            raise GitError(
+                _conflict_message(
+                    co,
+                    series=series,
+                    info=info,
+                    files=found,
+                    base_label=plan.base_label,
+                    stderr=err,
+                    undone=undone,
+                )
+            )
+    if conflict:
         # The user takes over the merge: nothing for a later run to undo.
         run.forget()
-        info, files, _ = conflict
+        info, found, _ = conflict
         left = len(plan.pending) - applied - in_base - 1
-        raise GitError(_kept_message(co, run, info, files, left))
-    if conflict:
-        info, files, err = conflict
-        undone = run.undo()
-        run.forget()
-        raise GitError(
-            _conflict_message(
-                co,
-                series=series,
-                info=info,
-                files=files,
-                base_label=plan.base_label,
-                stderr=err,
-                undone=undone,
-            )
-        )
+        raise GitError(_kept_message(co, run, info, found, left))
     run.forget()
     return applied, in_base
+
+
+def _undo(run: Undo, written: list[str] | None = None) -> str:
+    """Undo *run*; what to tell the user, also when the undo stopped."""
+    try:
+        return run.undo(written or ())
+    except Interrupted:
+        raise
+    except WorkspaceError as exc:
+        return f"not undone: {exc}"
 
 
 def _print_plan(co: Checkout, plan: _Plan) -> None:

@@ -30,6 +30,8 @@ import git
 from git.compat import safe_decode
 
 from kdl.errors import GitError, WorkspaceError
+from kdl.series import gitstate
+from kdl.series.gitstate import STOPPED, Interrupted, last_line
 from kdl.series.match import (
     BranchMeta,
     Commit,
@@ -61,50 +63,23 @@ DIFF_OPTS = [
     "--binary",
 ]
 
-#: Operations that leave state in the git dir, and how to get out of them.
-_IN_PROGRESS = [
-    ("rebase-apply/applying", "a 'git am'", "git am --continue", "git am --abort"),
-    ("rebase-apply", "a rebase", "git rebase --continue", "git rebase --abort"),
-    ("rebase-merge", "a rebase", "git rebase --continue", "git rebase --abort"),
-    ("MERGE_HEAD", "a merge", "git commit", "git merge --abort"),
-    (
-        "CHERRY_PICK_HEAD",
-        "a cherry-pick",
-        "git cherry-pick --continue",
-        "git cherry-pick --abort",
-    ),
-    ("REVERT_HEAD", "a revert", "git revert --continue", "git revert --abort"),
-    (
-        "sequencer",
-        "a cherry-pick or revert",
-        "git cherry-pick --continue",
-        "git cherry-pick --abort",
-    ),
-    ("BISECT_LOG", "a bisect", "git bisect good/bad", "git bisect reset"),
-]
-
-
-class Interrupted(WorkspaceError):  # noqa: N818 (reads as "error: interrupted")
-    """Ctrl-C: the message says what state the checkout was left in."""
-
-    exit_code = 130
-
-
 #: Git commands run so far, for the test hook below.
 _GIT_CALLS = [0]
 
 
 def _after_git() -> None:
-    """Test hook: KDL_TEST_SIGNAL_AFTER_GIT=N:SIG sends signal SIG (9 kills, 2
-    interrupts) to this process's group after its Nth git command, so the
-    tests can stop an apply between any two of its git steps."""
+    """Test hook: KDL_TEST_SIGNAL_AFTER_GIT=N:SIG[,M:SIG...] sends signal SIG
+    (9 kills, 2 interrupts) to this process's group after its Nth git
+    command (and its Mth), so the tests can stop an apply between any two of
+    its git steps, or interrupt it again while it undoes."""
     hook = os.environ.get("KDL_TEST_SIGNAL_AFTER_GIT")
     if not hook:
         return
     _GIT_CALLS[0] += 1
-    count, _, sig = hook.partition(":")
-    if int(count) == _GIT_CALLS[0]:
-        os.killpg(os.getpgrp(), int(sig or signal.SIGKILL))
+    for item in hook.split(","):
+        count, _, sig = item.partition(":")
+        if int(count) == _GIT_CALLS[0]:
+            os.killpg(os.getpgrp(), int(sig or signal.SIGKILL))
 
 
 class Checkout:
@@ -114,8 +89,14 @@ class Checkout:
     checkout (:data:`LLVM_MARKERS`); ``require_llvm=False`` takes any work tree.
     """
 
-    def __init__(self, path: Path, *, require_llvm: bool = True) -> None:
+    def __init__(
+        self, path: Path, *, require_llvm: bool = True, shield: bool = False
+    ) -> None:
         where = str(path)
+        #: Run git in a session of its own, out of reach of the terminal's
+        #: Ctrl-C: a step of ``kdl apply`` then always ends whole, and kdl
+        #: decides what happens next.
+        self._popen: dict[str, Any] = {"start_new_session": True} if shield else {}
         if not path.is_dir():
             raise WorkspaceError(f"{where}: no such directory")
         try:
@@ -165,15 +146,17 @@ class Checkout:
     def run(self, *args: str, **kwargs: Any) -> str:
         """``git ARGS`` in the work tree; a failure becomes a GitError."""
         try:
-            out: str = self.git.execute(["git", *args], **kwargs)
+            out: str = self.git.execute(["git", *args], **self._popen, **kwargs)
         except git.GitCommandError as exc:
             raise self._failed(args, exc) from exc
         finally:
             _after_git()
         return out
 
-    def _failed(self, args: Sequence[str], exc: git.GitCommandError) -> GitError:
+    def _failed(self, args: Sequence[str], exc: git.GitCommandError) -> WorkspaceError:
         """The one-line error for a git command that failed."""
+        if exc.status in STOPPED:
+            return Interrupted(f"interrupted: git {args[0]} was stopped")
         detail = last_line(exc.stderr) or last_line(exc.stdout)
         return GitError(f"{self.root}: git {args[0]} failed: {detail}")
 
@@ -184,10 +167,13 @@ class Checkout:
                 ["git", *args],
                 with_extended_output=True,
                 with_exceptions=False,
+                **self._popen,
                 **kwargs,
             )
         finally:
             _after_git()
+        if status in STOPPED:
+            raise Interrupted(f"interrupted: git {args[0]} was stopped")
         return int(status), str(out), str(err)
 
     def run_with_input(self, args: list[str], data: bytes) -> str:
@@ -201,7 +187,7 @@ class Checkout:
         command = ["git", *args]
         try:
             process = self.git.execute(
-                command, istream=subprocess.PIPE, as_process=True
+                command, istream=subprocess.PIPE, as_process=True, **self._popen
             )
             popen = process.proc
             assert popen is not None  # set until the process is terminated
@@ -262,10 +248,7 @@ class Checkout:
     # --- safety checks ------------------------------------------------------------
     def in_progress(self) -> tuple[str, str, str] | None:
         """(what, continue command, abort command) of an unfinished operation."""
-        for marker, what, cont, abort in _IN_PROGRESS:
-            if (self.git_dir / marker).exists():
-                return what, cont, abort
-        return None
+        return gitstate.in_progress(self.git_dir)
 
     def refuse_in_progress(self) -> None:
         state = self.in_progress()
@@ -275,11 +258,13 @@ class Checkout:
                 f"{self.root}: {what} is in progress; finish it ('{cont}') "
                 f"or drop it ('{abort}') first"
             )
-        if (self.git_dir / "index.lock").exists():
-            raise GitError(
-                f"{self.root}: {self.git_dir / 'index.lock'} exists: another git "
-                "process is running (or crashed: remove the file if none is)"
-            )
+        self.refuse_index_lock()
+
+    def refuse_index_lock(self) -> None:
+        """Refuse while ``index.lock`` exists, naming whose it is."""
+        problem = gitstate.index_lock_problem(self.root, self.git_dir)
+        if problem:
+            raise GitError(problem)
 
     def refuse_unknown_identity(self) -> None:
         """Refuse to start what git cannot commit (no user.name/user.email)."""
@@ -450,6 +435,7 @@ class Checkout:
             ],
             stdout_as_string=False,
             strip_newline_in_stdout=False,
+            **self._popen,
         )
         ids: dict[str, str] = {}
         for line in self.run_with_input(["patch-id", "--stable"], diffs).splitlines():
@@ -497,13 +483,3 @@ def describe_tree(path: Path, *extra: str) -> str | None:
         except GitError as exc:
             log.debug("git describe: %s", exc)
             return None
-
-
-def last_line(text: object) -> str:
-    """The last line of git's output (GitPython's quoting removed)."""
-    if isinstance(text, bytes):
-        text = text.decode(errors="replace")
-    lines = [ln.strip() for ln in str(text or "").splitlines() if ln.strip()]
-    # GitPython quotes the stream: "  stderr: 'fatal: ...'"
-    last = lines[-1] if lines else ""
-    return last.removeprefix("stderr: ").removeprefix("stdout: ").strip("'")

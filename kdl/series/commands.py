@@ -187,8 +187,18 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def revert_series(llvm: Path, series: Series, force: bool = False) -> int:
-    """Reset the current kdl branch to its base, dropping only our commits."""
-    with Checkout(llvm) as co:
+    """Reset the current kdl branch to its base, dropping only our commits.
+
+    Not while an apply runs (its lock) or left a journal to undo."""
+    from kdl.series.journal import JOURNAL
+    from kdl.series.undo import apply_lock
+
+    with Checkout(llvm) as co, apply_lock(co):
+        if (co.git_dir / JOURNAL).exists():
+            raise GitError(
+                f"{co.root}: an interrupted kdl apply left {co.git_dir / JOURNAL}; "
+                "'kdl apply --recover' undoes it first"
+            )
         co.refuse_in_progress()
         co.refuse_dirty("reverting")
         branch, meta = co.kdl_branch()

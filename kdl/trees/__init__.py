@@ -30,15 +30,23 @@ NAMES = ("main", "22")
 
 
 def ensure(name: str) -> Tree:
-    """The tree *name*, made if it is missing, half-made or not the pinned one."""
+    """The tree *name*, made if it is missing, half-made or not the pinned one.
+
+    One run at a time per tree (a second waits); what a killed run left
+    (``NAME.partial``) goes once the tree is there."""
     pinned = common.pin(name)
-    if name == "main":
-        from kdl.trees import sidroot
+    with common.locked(name):
+        if name == "main":
+            from kdl.trees import sidroot
 
-        return sidroot.make(pinned)
-    from kdl.trees import source
+            tree = sidroot.make(pinned)
+        else:
+            from kdl.trees import source
 
-    return source.make(pinned)
+            tree = source.make(pinned)
+        if not proc.DRY_RUN:
+            common.drop_partial(name)
+        return tree
 
 
 def _pin_main(version: str) -> None:

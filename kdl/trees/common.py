@@ -6,14 +6,24 @@ with its record: a ``.partial`` directory left by a run that was killed (or
 ran out of disk), or a tree without a record, is removed and made again,
 never used. File systems a
 maker mounted inside a root (debootstrap mounts ``/proc``) are unmounted
-before anything is removed.
+before anything is removed, and a process that still works in it (a ``tar``
+or ``debootstrap`` whose kdl was killed alone) is named instead of fought.
+
+One run makes or checks a tree at a time (:func:`locked`, a lock beside the
+tree): a second run waits for the first, saying which process holds it, and
+then finds the tree made.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import logging
+import os
 import shutil
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -133,15 +143,97 @@ def unmount_all(path: Path) -> None:
         )
 
 
+@contextmanager
+def locked(name: str) -> Iterator[None]:
+    """Hold the lock of tree *name* (``.work/trees/NAME.lock``); while another
+    run holds it, say which process that is and wait."""
+    if proc.DRY_RUN:
+        yield
+        return
+    TREES_DIR.mkdir(parents=True, exist_ok=True)
+    path = TREES_DIR / f"{name}.lock"
+    with path.open("a+") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            f.seek(0)
+            holder = f.read().strip() or "a process"
+            print(
+                f"kdl tree {name}: waiting for {holder}, which is making or "
+                f"checking it (it holds {path})",
+                file=sys.stderr,
+                flush=True,
+            )
+            fcntl.flock(f, fcntl.LOCK_EX)
+        f.seek(0)
+        f.truncate()
+        f.write(f"kdl (pid {os.getpid()})\n")
+        f.flush()
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def users(path: Path) -> list[tuple[int, str]]:
+    """(pid, command) of the processes whose current directory or root is
+    *path* or below it: a ``tar -C`` or a chroot still at work there."""
+    top = str(path.resolve())
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            where = [os.readlink(f"/proc/{entry}/{w}") for w in ("cwd", "root")]
+            argv = Path(f"/proc/{entry}/cmdline").read_bytes().rstrip(b"\0")
+        except OSError:
+            continue
+        if any(w == top or w.startswith(top + "/") for w in where):
+            command = argv.replace(b"\0", b" ").decode(errors="replace")
+            found.append((int(entry), command[:60]))
+    return sorted(found)
+
+
 def remove(path: Path) -> None:
-    """Remove a tree directory, after unmounting what a maker mounted in it."""
+    """Remove a tree directory, after unmounting what a maker mounted in it.
+
+    A process still at work in it (left by a run killed alone) is named in
+    one line instead; so is anything that cannot be removed."""
     if not path.exists() and not path.is_symlink():
         return
+    if path.is_symlink() or not path.is_dir():
+        if proc.DRY_RUN:
+            print(f"would remove {path}")
+            return
+        path.unlink()
+        return
+    busy = users(path)
+    if busy:
+        pid, argv = busy[0]
+        raise WorkspaceError(
+            f"{path}: a process still works there (pid {pid}: {argv}), perhaps "
+            "left by an interrupted run; wait for it to end (or stop it), then "
+            "run again"
+        )
     unmount_all(path)
     if proc.DRY_RUN:
         print(f"would remove {path}")
         return
-    shutil.rmtree(path)
+    try:
+        shutil.rmtree(path)
+    except OSError as exc:
+        raise WorkspaceError(
+            f"{path}: cannot remove it ({exc.strerror or exc}: {exc.filename}); "
+            "is a process still writing there? remove it by hand, then run again"
+        ) from exc
+
+
+def drop_partial(name: str) -> None:
+    """Remove ``NAME.partial`` left by a killed run once the tree is current."""
+    partial = TREES_DIR / f"{name}.partial"
+    if partial.exists() or partial.is_symlink():
+        log.info("removing %s, left by an interrupted run", partial)
+        remove(partial)
 
 
 def staging(name: str) -> Path:

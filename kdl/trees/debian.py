@@ -177,12 +177,18 @@ def download(remote: RemoteFile, dest_dir: Path) -> Path:
     """
     dest_dir.mkdir(parents=True, exist_ok=True)
     final = dest_dir / remote.name
+    part = dest_dir / (remote.name + ".part")
+    for path in (final, part):
+        if (path.exists() or path.is_symlink()) and not path.is_file():
+            raise WorkspaceError(
+                f"{path}: not a file (the download of {remote.name} goes there); "
+                "move it away and run again"
+            )
     if final.is_file() and final.stat().st_size == remote.size:
         if sha256_of(final) == remote.sha256:
             return final
         log.warning("%s: wrong SHA-256, downloading it again", final)
     final.unlink(missing_ok=True)
-    part = dest_dir / (remote.name + ".part")
     part.unlink(missing_ok=True)
     need_disk(dest_dir, remote.size, f"downloading {remote.name}")
     log.info("downloading %s (%d MB)", remote.name, remote.size >> 20)

@@ -8,13 +8,22 @@
 //
 // The workspace's one reader of the OffloadBinary container in C++, shared by
 // the shim (what the runtime is given) and kdl-select (a file). Versions 1, 2
-// and 3 are read, each offset bounded by the buffer. Entries are views of the
-// caller's memory: nothing is copied or re-encoded, so the bytes handed on
-// are the caller's own; the one exception is a compressed version 3 binary,
-// inflated (LLVM's zlib or zstd, its size bounded before anything is
-// allocated) into a buffer its entries share and keep alive (Storage). LLVM
-// 22's object::OffloadBinary reads version 1 only, and copies the buffer;
-// main's reads versions 2 and 3 as well.
+// and 3 are read with the rules of kdl/offload/binary.py, the workspace's
+// Python reader, so that both accept the same files with the same entries and
+// refuse the rest: every offset bounded by its binary; a binary's header,
+// entry table, string maps and images never overlap; keys (and version 1
+// values) NUL-terminated inside the binary, strings never over structure and
+// never more bytes in all than the binary holds (aliased strings); ELF files
+// searched for SHT_LLVM_OFFLOADING sections, which must not overlap. The
+// whole input is bounded too (ReadLimits): what its compressed binaries
+// inflate to in all, and how many binaries, entries and strings it holds,
+// checked before anything is allocated. Entries are views of the caller's
+// memory: nothing is copied or re-encoded, so the bytes handed on are the
+// caller's own; the one exception is a compressed version 3 binary, inflated
+// (LLVM's zlib or zstd, its size bounded before anything is allocated) into a
+// buffer its entries share and keep alive (Storage). LLVM 22's
+// object::OffloadBinary reads version 1 only, and copies the buffer; main's
+// reads versions 2 and 3 as well.
 //
 //===----------------------------------------------------------------------===//
 
@@ -45,9 +54,13 @@ inline constexpr uint64_t HeaderSize = 32;
 inline constexpr uint64_t HeaderSizeV3 = 40;
 /// What a compressed binary's InflatedSize may say: everything after the
 /// header at most MaxInflateRatio times the stream and never past
-/// MaxInflatedSize (the bounds of kdl/offload/binary.py).
+/// MaxInflatedSize (the bounds of kdl/offload/inflate.py).
 inline constexpr uint64_t MaxInflateRatio = 1024;
 inline constexpr uint64_t MaxInflatedSize = uint64_t(1) << 30;
+/// The defaults of ReadLimits (kdl/offload/binary.py's Limits).
+inline constexpr uint64_t DefaultMaxInflatedTotal = uint64_t(64) << 20;
+inline constexpr uint64_t DefaultMaxBinaries = 4096;
+inline constexpr uint64_t DefaultMaxStrings = 65536;
 /// ImageKind, OffloadKind, Flags, StringOffset, NumStrings, ImageOffset,
 /// ImageSize.
 inline constexpr uint64_t EntrySize = 40;
@@ -83,21 +96,36 @@ struct OffloadEntry {
   std::shared_ptr<const llvm::MemoryBuffer> Storage;
 };
 
+/// Bounds for one whole input.
+struct ReadLimits {
+  /// What all its compressed binaries may inflate to together, in bytes.
+  uint64_t MaxInflated = offload_layout::DefaultMaxInflatedTotal;
+  /// How many binaries, and separately how many entries, it may hold.
+  uint64_t MaxBinaries = offload_layout::DefaultMaxBinaries;
+  /// How many string-map entries (key=value pairs) its entries may hold.
+  uint64_t MaxStrings = offload_layout::DefaultMaxStrings;
+};
+
 /// True if \p Data starts with the OffloadBinary magic bytes.
 bool isOffloadBinary(llvm::StringRef Data);
 
-/// Appends the entries of the OffloadBinary (or several concatenated ones,
-/// each starting at 8-byte alignment) in \p Data to \p Out, numbering them
-/// from Out.size(). Anything but versions 1 to 3, an offset outside the
-/// buffer, or a compressed binary that does not inflate to its header's
-/// believable InflatedSize is an error naming the binary's offset.
+/// Appends the entries of the OffloadBinary (or several concatenated ones:
+/// versions 1 and 2 follow each other at Size, version 3 at Size rounded up
+/// to 8) in \p Data to \p Out, numbering them from Out.size(). Anything but
+/// versions 1 to 3, an offset outside its binary, overlapping structures,
+/// aliased strings, a compressed binary that does not inflate to its header's
+/// believable InflatedSize, or an input past \p Limits is an error naming the
+/// binary's offset.
 llvm::Error readOffloadBinaries(llvm::StringRef Data, int Source,
-                                std::vector<OffloadEntry> &Out);
+                                std::vector<OffloadEntry> &Out,
+                                const ReadLimits &Limits = {});
 
-/// Appends the entries of a file's contents: OffloadBinaries, or an object
-/// file whose .llvm.offloading sections hold them.
+/// Appends the entries of a file's contents: OffloadBinaries, or an ELF
+/// relocatable, executable or shared object whose SHT_LLVM_OFFLOADING
+/// sections hold them. Anything else (an empty file included) is an error.
 llvm::Error readOffloadFile(llvm::StringRef Data,
-                            std::vector<OffloadEntry> &Out);
+                            std::vector<OffloadEntry> &Out,
+                            const ReadLimits &Limits = {});
 
 } // namespace kdl
 

@@ -44,6 +44,21 @@ def test_select_argv() -> None:
         "--json",
         "in.bin",
     ]
+    # The readers' limits go along when they are not the defaults.
+    from kdl.offload.binary import Limits
+
+    raised = Limits(inflated=1 << 30, binaries=10, strings=20)
+    assert select.select_argv(tool, "triple=T", file, limits=raised) == [
+        "/b/kdl-select",
+        "--device=triple=T",
+        "--max-inflated=1073741824",
+        "--max-binaries=10",
+        "--max-strings=20",
+        "in.bin",
+    ]
+    assert "--max-strings=65536" not in select.select_argv(
+        tool, "triple=T", file, limits=Limits()
+    )
 
 
 # --- Through the real driver ------------------------------------------------------
@@ -240,7 +255,7 @@ def test_unreadable_files(
     status, out, err = run(capsys, "select", SM86, str(text))
     assert (status, out) == (2, "")
     assert err == (
-        f"error: {text}: not an OffloadBinary or object file (magic 6e 6f 74 20, "
+        f"error: {text}: not an OffloadBinary or ELF file (magic 6e 6f 74 20, "
         "expected 10 ff 10 ad)\n"
     )
 

@@ -93,6 +93,7 @@ def test_results_name_their_files() -> None:
         "selection-bench.json",
         "gpu",
         "real-trees",
+        "readers",  # test_readers.py: kdl bench-readers
     }
     # lit/ and unittests.json are written by each run and not committed.
     assert {p.name for p in RESULTS.iterdir()} <= known | {"lit", "unittests.json"}

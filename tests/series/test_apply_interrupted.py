@@ -127,3 +127,86 @@ def test_a_second_apply_is_refused_while_one_runs(
     )
     lock.unlink()
     assert snapshot(llvm) == before
+
+
+def _reset(llvm: Path, base: str) -> None:
+    """The test's own clean-up between two cases: back to main at *base*,
+    every branch but main gone."""
+    git(llvm, "checkout", "--quiet", "-f", "main")
+    git(llvm, "reset", "--quiet", "--hard", base)
+    git(llvm, "clean", "-qfd")
+    for branch in git(llvm, "branch", "--format=%(refname:short)").split():
+        if branch != "main":
+            git(llvm, "branch", "--quiet", "-D", branch)
+    (llvm / ".git/kdl-apply.json").unlink(missing_ok=True)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("first", [1, 2], ids=["odd", "even"])
+def test_after_a_kill_at_every_step_the_users_edit_and_commit_are_kept(
+    llvm: Path, series: SeriesDir, first: int
+) -> None:
+    """Kill -9 after git command N (every other N from *first*), then the
+    user edits a tracked file on whatever is checked out: the next apply
+    keeps the edit and says why it stops; the user commits it: the next
+    apply finishes, or says how to keep the commit, and after that advice
+    it finishes. The user's commit is on a branch at the end."""
+    before = snapshot(llvm)
+    edited = llvm / "llvm/CMakeLists.txt"
+    total = 0
+    for n in range(first, 200, 2):
+        killed = kdl(llvm, series, hook=f"{n}:{signal.SIGKILL}")
+        if killed.returncode == 0:
+            total = n
+            break
+        assert killed.returncode == -signal.SIGKILL, (n, killed.stderr)
+        mine = f"# mine {n}\n"
+        edited.write_text(edited.read_text() + mine)
+        refused = kdl(llvm, series)
+        assert refused.returncode == 1, (n, refused.stdout, refused.stderr)
+        assert refused.stderr.count("\n") == 1, (n, refused.stderr)
+        assert "llvm/CMakeLists.txt" in refused.stderr, (n, refused.stderr)
+        assert edited.read_text().endswith(mine), n
+        git(llvm, "commit", "--quiet", "-am", f"Mine {n}")
+        commit = git(llvm, "rev-parse", "HEAD").strip()
+        on = git(llvm, "symbolic-ref", "--short", "HEAD").strip()
+        run = kdl(llvm, series)
+        if run.returncode != 0:
+            assert run.returncode == 1, (n, on, run.stderr)
+            assert "that the interrupted kdl apply" in run.stderr, (n, run.stderr)
+            advice = run.stderr.split("('")[1].split("')")[0]
+            for command in advice.split(" && "):
+                git(llvm, *command.split()[1:])
+            run = kdl(llvm, series)
+        assert run.returncode == 0, (n, on, run.stderr)
+        assert "Traceback" not in run.stderr
+        holders = git(llvm, "branch", "--contains", commit)
+        assert holders.strip(), (n, on)
+        assert git(llvm, "show", f"{commit}:llvm/CMakeLists.txt").endswith(mine)
+        _reset(llvm, series.base)
+        assert snapshot(llvm) == before, n
+    assert total > 5
+
+
+@pytest.mark.slow
+def test_ctrl_c_again_while_it_undoes_leaves_the_start(
+    llvm: Path, series: SeriesDir
+) -> None:
+    """SIGINT to the group after git command N, and again after N+1 and N+2
+    (while it undoes): exit 130 and the checkout as before. SIGINT, then a
+    kill -9 while it undoes: the next run finishes the undo."""
+    before = snapshot(llvm)
+    for n in range(1, 200, 2):
+        run = kdl(llvm, series, hook=f"{n}:2,{n + 1}:2,{n + 2}:2")
+        if run.returncode == 0:
+            break
+        assert run.returncode == 130, (n, run.stderr)
+        assert "Traceback" not in run.stderr, n
+        assert snapshot(llvm) == before, n
+        killed = kdl(llvm, series, hook=f"{n}:2,{n + 2}:9")
+        if killed.returncode == -signal.SIGKILL:
+            recovered = kdl(llvm, series, "--recover")
+            assert recovered.returncode == 0, (n, recovered.stderr)
+        assert snapshot(llvm) == before, n
+    else:
+        pytest.fail("the apply never ended")

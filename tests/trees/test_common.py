@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from kdl import trees
-from kdl.errors import UsageError
+from kdl.errors import UsageError, WorkspaceError
 from kdl.trees import common, sidroot
 
 
@@ -105,3 +107,72 @@ def test_what_a_maker_mounted_is_unmounted_before_removal(trees_dir: Path) -> No
     common.remove(where)
     assert not where.exists()
     assert common.mounts_under(trees_dir) == []
+
+
+def test_a_second_run_waits_and_says_who_holds_the_tree(
+    trees_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Another process holds the lock of tree 22 for a second: this run says
+    which and waits for it, instead of removing what it makes."""
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import fcntl, sys, time\n"
+            "f = open(sys.argv[1], 'a+'); fcntl.flock(f, fcntl.LOCK_EX)\n"
+            "f.write('kdl (pid 4242)\\n'); f.flush(); print('held', flush=True)\n"
+            "time.sleep(1.5)\n",
+            str(trees_dir / "22.lock"),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    trees_dir.mkdir(parents=True, exist_ok=True)
+    assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+    started = time.monotonic()
+    with common.locked("22"):
+        waited = time.monotonic() - started
+    holder.wait(timeout=10)
+    assert waited > 0.7  # the holder kept it for 1.5 s after saying so
+    assert capsys.readouterr().err == (
+        "kdl tree 22: waiting for kdl (pid 4242), which is making or checking it "
+        f"(it holds {trees_dir / '22.lock'})\n"
+    )
+
+
+def test_a_partial_tree_goes_once_the_tree_is_current(trees_dir: Path) -> None:
+    pinned = common.pin("22")
+    record = {"tree": "22", "version": pinned["version"], "sha256": pinned["sha256"]}
+    common.finish("22", common.staging("22"), record)
+    left = trees_dir / "22.partial" / "llvm"
+    left.mkdir(parents=True)
+    (left / "big.o").write_bytes(b"\0" * 100)
+    common.drop_partial("22")
+    assert not (trees_dir / "22.partial").exists()
+    assert common.current("22") is not None
+
+
+def test_a_process_still_writing_a_partial_tree_is_named(trees_dir: Path) -> None:
+    """A tar whose kdl was killed alone still writes into 22.partial: the
+    next run names it in one line and removes nothing."""
+    partial = trees_dir / "22.partial"
+    (partial / "llvm").mkdir(parents=True)
+    writer = subprocess.Popen(["sleep", "30"], cwd=partial)
+    try:
+        with pytest.raises(WorkspaceError) as caught:
+            common.staging("22")
+        message = str(caught.value)
+        assert message.startswith(
+            f"{partial}: a process still works there (pid {writer.pid}: sleep 30)"
+        )
+        assert "\n" not in message and (partial / "llvm").is_dir()
+    finally:
+        writer.kill()
+        writer.wait()
+    assert common.staging("22").is_dir()
+
+
+def test_a_file_where_a_partial_tree_goes_is_removed(trees_dir: Path) -> None:
+    trees_dir.mkdir(parents=True)
+    (trees_dir / "main.partial").write_text("not a tree")
+    assert common.staging("main").is_dir()

@@ -140,3 +140,19 @@ def test_need_disk(tmp_path: Path) -> None:
     debian.need_disk(tmp_path / "not" / "yet", 1, "a test")
     with pytest.raises(WorkspaceError, match=r"GB free, a tree needs [0-9.]+ GB"):
         debian.need_disk(tmp_path, 1 << 60, "a tree")
+
+
+def test_a_cache_path_that_is_a_directory_is_one_line(
+    tmp_path: Path, served: tuple[str, Path]
+) -> None:
+    url, root = served
+    remote = _remote(url, root, b"tarball bytes")
+    dest = tmp_path / "dl"
+    (dest / "f.tar.xz").mkdir(parents=True)
+    with pytest.raises(WorkspaceError) as caught:
+        debian.download(remote, dest)
+    assert str(caught.value) == (
+        f"{dest / 'f.tar.xz'}: not a file (the download of f.tar.xz goes there); "
+        "move it away and run again"
+    )
+    assert (dest / "f.tar.xz").is_dir()

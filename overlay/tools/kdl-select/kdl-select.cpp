@@ -7,13 +7,14 @@
 //===----------------------------------------------------------------------===//
 //
 // kdl-select reads the OffloadBinary images of a file (a raw binary,
-// concatenated binaries of versions 1 to 3, or an object file with a
-// .llvm.offloading section) with the workspace's container reader
-// (container/OffloadEntries.h, the shim's), checks each as the device's offload
-// plugin would (compat/PluginCompat.h), orders the accepted ones as the series
-// does (v3, EntryFit.h: how the entry's arch and ImageKind fit the device) and
-// prints every verdict, the image today's runtime loads (the first accepted)
-// and the series' choice:
+// concatenated binaries of versions 1 to 3, or an ELF file with an
+// SHT_LLVM_OFFLOADING section) with the workspace's container reader
+// (container/OffloadEntries.h, the shim's; --max-inflated, --max-binaries and
+// --max-strings raise its bounds for one input), checks each as the device's
+// offload plugin would (compat/PluginCompat.h), orders the accepted ones as
+// the series does (v3, EntryFit.h: how the entry's arch and ImageKind fit the
+// device) and prints every verdict, the image today's runtime loads (the
+// first accepted) and the series' choice:
 //
 //   image 0: rejected: sm_80 cubin does not run on compute capability 9.0
 //   image 1: rank 2: sm_90, exact fit
@@ -39,6 +40,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "DeviceSpec.h"
 #include "EntryFit.h"
 #include "OffloadEntries.h"
 #include "PluginCompat.h"
@@ -91,6 +93,26 @@ static cl::opt<bool>
 static cl::opt<std::string> InputFile(cl::Positional, cl::desc("<input file>"),
                                       cl::cat(SelectCategory));
 
+static cl::opt<uint64_t> MaxInflated(
+    "max-inflated",
+    cl::desc("What the input's compressed binaries may inflate to in all"),
+    cl::value_desc("BYTES"),
+    cl::init(kdl::offload_layout::DefaultMaxInflatedTotal),
+    cl::cat(SelectCategory));
+
+static cl::opt<uint64_t> MaxBinaries(
+    "max-binaries",
+    cl::desc("How many OffloadBinaries, and how many images, the input may "
+             "hold"),
+    cl::value_desc("N"), cl::init(kdl::offload_layout::DefaultMaxBinaries),
+    cl::cat(SelectCategory));
+
+static cl::opt<uint64_t> MaxStrings(
+    "max-strings",
+    cl::desc("How many key=value strings the input's images may hold in all"),
+    cl::value_desc("N"), cl::init(kdl::offload_layout::DefaultMaxStrings),
+    cl::cat(SelectCategory));
+
 enum ExitCode { ExitSelected = 0, ExitNoneCompatible = 1, ExitBadInput = 2 };
 
 /// \p Text with every byte that is not printable ASCII (other than a
@@ -111,71 +133,6 @@ static std::string escaped(StringRef Text) {
 static int reportError(const Twine &Message) {
   WithColor::error(errs()) << escaped(Message.str()) << "\n";
   return ExitBadInput;
-}
-
-namespace {
-struct DeviceArgs {
-  std::string Triple;
-  std::string Arch;
-  SmallVector<StringRef, 4> Features;
-  SmallVector<std::string, 2> ISAs;
-};
-} // namespace
-
-/// Parse "triple=T,arch=A[,feature=F]...".
-static Expected<DeviceArgs> parseDeviceSpec(StringRef Spec) {
-  DeviceArgs Args;
-  bool SeenTriple = false, SeenArch = false;
-  SmallVector<StringRef, 4> Fields;
-  Spec.split(Fields, ',');
-  for (StringRef Field : Fields) {
-    auto [Key, Value] = Field.split('=');
-    if (!Field.contains('='))
-      return createStringError("--device: expected key=value, got '" + Field +
-                               "'");
-    if (Key == "triple" && !SeenTriple) {
-      Args.Triple = Value.str();
-      SeenTriple = true;
-    } else if (Key == "arch" && !SeenArch) {
-      Args.Arch = Value.str();
-      SeenArch = true;
-    } else if (Key == "feature") {
-      Args.Features.push_back(Value);
-    } else if (Key == "isa") {
-      Args.ISAs.push_back(Value.str());
-    } else if (Key == "triple" || Key == "arch") {
-      return createStringError("--device: '" + Key + "' is given twice");
-    } else {
-      return createStringError("--device: unknown key '" + Key +
-                               "' (expected triple, arch, isa or feature)");
-    }
-  }
-  if (!SeenTriple)
-    return createStringError("--device: no triple= given");
-  return Args;
-}
-
-static Error checkDevice(const DeviceArgs &Args) {
-  Triple T = kdl::parseTriple(Args.Triple);
-  if (T.isNVPTX()) {
-    unsigned SM;
-    StringRef Arch = Args.Arch;
-    if (!Arch.consume_front("sm_") || Arch.getAsInteger(10, SM))
-      return createStringError("--device: invalid NVPTX device architecture '" +
-                               Args.Arch + "': expected sm_XY such as sm_86");
-  } else if (T.isAMDGCN()) {
-    StringRef Processor = StringRef(Args.Arch).split(':').first;
-    if (AMDGPU::parseArchAMDGCN(Processor) == AMDGPU::GK_NONE)
-      return createStringError("--device: unknown AMDGPU processor '" +
-                               Processor + "'");
-    if (Processor.ends_with("-generic"))
-      return createStringError(
-          "--device: invalid AMDGPU device architecture '" + Args.Arch +
-          "': a device is never a generic processor (give it as isa=)");
-  } else if (T.getArch() == Triple::UnknownArch) {
-    return createStringError("--device: unknown triple '" + Args.Triple + "'");
-  }
-  return Error::success();
 }
 
 namespace {
@@ -239,10 +196,10 @@ static std::string describe(const Verdict &V) {
 
 /// Answers \p Q as the tool answers its command line.
 static Answer answer(const Question &Q) {
-  Expected<DeviceArgs> Args = parseDeviceSpec(Q.Device);
+  Expected<kdl::DeviceArgs> Args = kdl::parseDeviceSpec(Q.Device);
   if (!Args)
     return fail(toString(Args.takeError()));
-  if (Error Err = checkDevice(*Args))
+  if (Error Err = kdl::checkDevice(*Args))
     return fail(toString(std::move(Err)));
 
   StringRef Name = Q.File == "-" ? "<stdin>" : StringRef(Q.File);
@@ -252,7 +209,8 @@ static Answer answer(const Question &Q) {
   if (std::error_code EC = Buffer.getError())
     return fail(Name + ": cannot read: " + EC.message());
   std::vector<kdl::OffloadEntry> Entries;
-  if (Error Err = kdl::readOffloadFile((*Buffer)->getBuffer(), Entries))
+  if (Error Err = kdl::readOffloadFile((*Buffer)->getBuffer(), Entries,
+                                       {MaxInflated, MaxBinaries, MaxStrings}))
     return fail(Name + ": " + toString(std::move(Err)));
   if (Entries.empty())
     return fail(Name + ": no offloading image found");
