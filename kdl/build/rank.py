@@ -33,6 +33,7 @@ from kdl.build import rankcorpus
 from kdl.build.unittests import (
     HEADERS,
     Toolchain,
+    main_toolchain,
     series_texts,
     write_results,
 )
@@ -189,12 +190,7 @@ def run(main: Tree, tree22: Tree, *, bench: bool = False) -> RankRun:
                 "series' text (one rank, one source)"
             )
     toolchains = {
-        "main": Toolchain(
-            "main",
-            Path(main.record.get("prefix", "/usr/lib/llvm-24")),
-            main.path,
-            main.path / "tmp" / "kdl-rank",
-        ),
+        "main": main_toolchain(main, "kdl-rank"),
         "22.1.8": Toolchain("22.1.8", Path("/usr/lib/llvm-22"), None, work22),
     }
     units = {

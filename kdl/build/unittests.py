@@ -435,6 +435,12 @@ def sources_for_main(series: Series, where: Path) -> Path:
     return where
 
 
+def main_toolchain(main: Tree, work: str) -> Toolchain:
+    """LLVM main in the sid root of *main*, working under its /tmp/*work*."""
+    prefix = Path(main.record.get("prefix", "/usr/lib/llvm-24"))
+    return Toolchain("main", prefix, main.path, main.path / "tmp" / work)
+
+
 def run_series_unittests(
     main: Tree, tree22: Tree, main_series: Series, backport: Series
 ) -> dict[str, UnitRun]:
@@ -442,12 +448,7 @@ def run_series_unittests(
     tests = series_tests(main_series, backport)
     support = require(tree22.path / TESTING_SUPPORT, "LLVM's TestingSupport source")
     toolchains = {
-        "main": Toolchain(
-            "main",
-            Path(main.record.get("prefix", "/usr/lib/llvm-24")),
-            main.path,
-            main.path / "tmp" / "kdl-unittests",
-        ),
+        "main": main_toolchain(main, "kdl-unittests"),
         "22.1.8": Toolchain(
             "22.1.8", Path("/usr/lib/llvm-22"), None, paths.BUILD / "unittests-22"
         ),

@@ -89,22 +89,27 @@ void firstCompatible(benchmark::State &State, const Device &D) {
   }
 }
 
+/// The entry of \p Files that suits \p Target best, as a loader would pick it.
+const OffloadFile *pickBest(const OffloadDeviceTarget &Target,
+                            ArrayRef<OffloadFile> Files) {
+  const OffloadFile *Best = nullptr;
+  OffloadTargetRank BestRank;
+  for (const OffloadFile &File : Files) {
+    OffloadTargetRank Rank = Target.rank(*File.getBinary());
+    if (Rank.runs() && (!Best || Rank < BestRank)) {
+      Best = &File;
+      BestRank = Rank;
+    }
+  }
+  return Best;
+}
+
 void rankEntries(benchmark::State &State, const Device &D) {
   SmallString<0> Data = makeContainer(D, State.range(0));
   SmallVector<OffloadFile> Files = read(Data);
   OffloadDeviceTarget Target(D.Triple, D.TargetID);
-  for (auto _ : State) {
-    const OffloadFile *Best = nullptr;
-    OffloadTargetRank BestRank;
-    for (const OffloadFile &File : Files) {
-      OffloadTargetRank Rank = Target.rank(*File.getBinary());
-      if (Rank.runs() && (!Best || Rank < BestRank)) {
-        Best = &File;
-        BestRank = Rank;
-      }
-    }
-    benchmark::DoNotOptimize(Best);
-  }
+  for (auto _ : State)
+    benchmark::DoNotOptimize(pickBest(Target, Files));
 }
 
 void rankCold(benchmark::State &State, const Device &D) {
@@ -112,16 +117,7 @@ void rankCold(benchmark::State &State, const Device &D) {
   SmallVector<OffloadFile> Files = read(Data);
   for (auto _ : State) {
     OffloadDeviceTarget Target(D.Triple, D.TargetID);
-    const OffloadFile *Best = nullptr;
-    OffloadTargetRank BestRank;
-    for (const OffloadFile &File : Files) {
-      OffloadTargetRank Rank = Target.rank(*File.getBinary());
-      if (Rank.runs() && (!Best || Rank < BestRank)) {
-        Best = &File;
-        BestRank = Rank;
-      }
-    }
-    benchmark::DoNotOptimize(Best);
+    benchmark::DoNotOptimize(pickBest(Target, Files));
   }
 }
 
