@@ -283,7 +283,8 @@ def _describe_tool(path: Path) -> str:
 
 
 def _cmd_build_standalone(args: argparse.Namespace, prefix: Path) -> int:
-    from kdl.build.standalone import build_standalone, default_dir, tree_version
+    from kdl.build.standalone import build_standalone, default_dir
+    from kdl.series.choose import tree_version
 
     llvm = args.llvm.expanduser().resolve()
     build_dir = (args.build_dir or default_dir(llvm)).expanduser().resolve()

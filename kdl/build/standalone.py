@@ -26,7 +26,6 @@ that did not change.
 from __future__ import annotations
 
 import logging
-import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +33,7 @@ from pathlib import Path
 from kdl import paths, proc
 from kdl.build.configure import configure
 from kdl.errors import WorkspaceError
+from kdl.series.choose import tree_version
 
 log = logging.getLogger("kdl")
 
@@ -42,22 +42,6 @@ PLUGINS = "host;cuda;amdgpu"
 #: Threads per team are capped at the core count by libomp; upstream's tests
 #: ask for more (the measured recipe: 5 failures on 2 cores without this).
 CHECK_OPENMP_ENV = "OMP_TEAMS_THREAD_LIMIT=16 KMP_TEAMS_THREAD_LIMIT=16"
-
-
-def tree_version(llvm: Path) -> str | None:
-    """``MAJOR.MINOR.PATCH`` of an llvm-project checkout."""
-    for rel in ("cmake/Modules/LLVMVersion.cmake", "llvm/CMakeLists.txt"):
-        try:
-            text = (llvm / rel).read_text()
-        except OSError:
-            continue
-        parts = [
-            re.search(rf"set\(LLVM_VERSION_{p} (\d+)\)", text)
-            for p in ("MAJOR", "MINOR", "PATCH")
-        ]
-        if all(parts):
-            return ".".join(m.group(1) for m in parts if m)
-    return None
 
 
 def installed_prefix(version: str) -> Path | None:
