@@ -337,12 +337,34 @@ def _check_offload_against_base(llvm: Path, build_dir: Path | None) -> bool:
     return not problems and failed == 0 and passed > 0
 
 
+def _check_standalone(offload: Path, lit_filter: str | None) -> bool:
+    """``kdl test --build-dir B --check-offload`` where B is a standalone
+    build: the lit suite with the installed LLVM's tools the build used, then
+    check-offload and check-offload-unit as ``ninja -C B check`` runs them."""
+    from kdl.build.checkoffload import run_standalone_checks
+    from kdl.provenance import cmake_cache
+
+    tools = Path(cmake_cache(offload).get("OPENMP_LLVM_TOOLS_DIR", paths.llvm_bin()))
+    lit = run_lit(dirs=ToolDirs(tools, _overlay(None).bin_dir), filter=lit_filter)
+    print(f"llvm-tests: {lit.summary()} ({lit.results_file}; tools of {tools})")
+    ok, lines = run_standalone_checks(offload, lit_filter)
+    for line in lines:
+        print(line)
+    return lit.ok and ok
+
+
 def cmd_test(args: argparse.Namespace) -> int:
     """``kdl test [--build-dir DIR] [--check-offload [--llvm TREE]] [--filter RE]``."""
     build_dir: Path | None = args.build_dir
     llvm: Path | None = getattr(args, "llvm", None)
     if args.check_offload and llvm is not None:
         return 0 if _check_offload_against_base(llvm, build_dir) else 1
+    if args.check_offload and build_dir is not None:
+        from kdl.build.checkoffload import standalone_offload
+
+        standalone = standalone_offload(build_dir.expanduser().resolve())
+        if standalone is not None:
+            return 0 if _check_standalone(standalone, args.filter) else 1
     if getattr(args, "main", False):
         if args.check_offload or build_dir is not None or args.filter:
             raise UsageError("--main takes no other option")
