@@ -107,7 +107,8 @@ def which(name: str, *dirs: Path) -> Path | None:
 
 #: Lines of a failing step's log printed with its error.
 TAIL_LINES = 30
-_NINJA_PROGRESS = re.compile(rb"^\[(\d+)/(\d+)\]")
+#: ninja's ``[N/M]`` and lit's ``PASS: suite :: test (N of M)``.
+_PROGRESS = re.compile(rb"^\[(\d+)/(\d+)\]|^[A-Z]+: .* \((\d+) of (\d+)\)$")
 
 
 def verbose() -> bool:
@@ -121,15 +122,16 @@ def run_logged(
     *,
     label: str,
     env: Mapping[str, str] | None = None,
+    cwd: str | os.PathLike[str] | None = None,
     check: bool = True,
     mutating: bool = True,
 ) -> int:
     """Run *argv* with its output appended to *log_file*; return its status.
 
-    On a terminal one line shows *label*, ninja's ``[N/M]`` counter and the
-    time so far; with ``-v`` the output goes to the terminal too. A failure
-    (with *check*) prints the log's last :data:`TAIL_LINES` lines and raises
-    :class:`CommandError` naming the log.
+    On a terminal one line shows *label*, ninja's ``[N/M]`` counter (or
+    lit's ``N of M``) and the time so far; with ``-v`` the output goes to
+    the terminal too. A failure (with *check*) prints the log's last
+    :data:`TAIL_LINES` lines and raises :class:`CommandError` naming it.
     """
     args = [str(a) for a in argv]
     if mutating and DRY_RUN:
@@ -146,7 +148,11 @@ def run_logged(
         out.flush()
         try:
             child = subprocess.Popen(
-                args, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+                args,
+                cwd=cwd,
+                env=full_env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
             )
         except FileNotFoundError as exc:
             raise WorkspaceError(f"{args[0]}: command not found") from exc
@@ -157,8 +163,9 @@ def run_logged(
                 sys.stdout.buffer.write(line)
                 sys.stdout.flush()
             elif live:
-                m = _NINJA_PROGRESS.match(line)
-                count = f" [{m[1].decode()}/{m[2].decode()}]" if m else ""
+                m = _PROGRESS.match(line.rstrip())
+                done = [g.decode() for g in (m.groups() if m else ()) if g]
+                count = f" [{done[0]}/{done[1]}]" if done else ""
                 seconds = time.monotonic() - started
                 sys.stdout.write(f"\r\033[K{label}:{count} {seconds:.0f} s")
                 sys.stdout.flush()
@@ -167,8 +174,14 @@ def run_logged(
         sys.stdout.write("\r\033[K")
         sys.stdout.flush()
     if check and status != 0:
-        text = log_file.read_bytes().decode(errors="replace")
-        for tail_line in text.splitlines()[-TAIL_LINES:]:
-            print(f"  | {tail_line}", file=sys.stderr)
+        print_tail(log_file)
         raise CommandError(args, status, f"see {log_file} (its end is above)")
     return status
+
+
+def print_tail(log_file: Path, lines: int = TAIL_LINES) -> None:
+    """The last *lines* lines of a failing step's log, on stderr."""
+    text = log_file.read_bytes().decode(errors="replace")
+    print(f"  the end of {log_file}:", file=sys.stderr)
+    for tail_line in text.splitlines()[-lines:]:
+        print(f"  | {tail_line}", file=sys.stderr)

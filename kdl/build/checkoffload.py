@@ -55,6 +55,8 @@ class CheckOffloadResult:
     seconds: float
     #: CHECK_OPENMP_ENV as the tests saw it, and where it came from.
     env: dict[str, str | None] = field(default_factory=dict)
+    #: lit's whole output.
+    log_file: Path | None = None
 
     @property
     def passed(self) -> int:
@@ -195,7 +197,11 @@ def run_check_offload(
         proc.quote(argv),
     )
     started = time.monotonic()
-    result = proc.run(argv, env=env, capture=False, check=False)
+    log_file = build_dir / "logs" / f"{target}.log"
+    log_file.unlink(missing_ok=True)
+    returncode = proc.run_logged(
+        argv, log_file, label=target, env=env, check=False, mutating=False
+    )
     seconds = time.monotonic() - started
     counts = parse_xunit(xml_file) if xml_file.is_file() else XunitCounts()
     test = test_env(build_dir, env)
@@ -203,7 +209,8 @@ def run_check_offload(
         "command": argv,
         "env": env,
         "test_env": test,
-        "returncode": result.returncode,
+        "returncode": returncode,
+        "log": str(log_file),
         "seconds": round(seconds, 3),
         "xunit": str(xml_file) if xml_file.is_file() else None,
         "passed": counts.passed,
@@ -216,9 +223,11 @@ def run_check_offload(
         "build_dir": str(build_dir),
     }
     json_file.write_text(json.dumps(doc, indent=2) + "\n")
-    ok = result.returncode == 0 and xml_file.is_file() and counts.failed == 0
+    ok = returncode == 0 and xml_file.is_file() and counts.failed == 0
+    if not ok and not proc.verbose():
+        proc.print_tail(log_file)
     return CheckOffloadResult(
-        ok, result.returncode, counts, xml_file, json_file, seconds, test
+        ok, returncode, counts, xml_file, json_file, seconds, test, log_file
     )
 
 
@@ -384,6 +393,9 @@ def run_standalone_checks(
             if where and target == "check-offload"
             else ""
         )
-        lines.append(f"{target}: {result.summary()}{limit} ({result.json_file})")
+        lines.append(
+            f"{target}: {result.summary()}{limit} ({result.json_file}; "
+            f"log: {result.log_file})"
+        )
         ok = ok and result.ok
     return ok, lines
