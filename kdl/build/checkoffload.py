@@ -398,4 +398,23 @@ def run_standalone_checks(
             f"log: {result.log_file})"
         )
         ok = ok and result.ok
+    from kdl.build.llvmside import CHECK_TARGET, TEST_BINARY
+
+    binary = offload.parent / "llvm-side" / TEST_BINARY
+    if binary.is_file():
+        log_file = offload.parent / "logs" / f"{CHECK_TARGET}.log"
+        log_file.unlink(missing_ok=True)
+        status = proc.run_logged(
+            [binary], log_file, label=CHECK_TARGET, check=False, mutating=False
+        )
+        text = log_file.read_text(errors="replace")
+        passed = re.findall(r"^\[  PASSED  \] (\d+) tests?", text, re.MULTILINE)
+        state = f"{passed[-1]} passed" if status == 0 and passed else "FAILED"
+        if status != 0:
+            proc.print_tail(log_file)
+        lines.append(
+            f"{CHECK_TARGET}: {state} (the series' LLVM-side unit tests; "
+            f"log: {log_file})"
+        )
+        ok = ok and status == 0
     return ok, lines

@@ -349,12 +349,18 @@ def _check_offload_against_base(llvm: Path, build_dir: Path | None) -> bool:
 
 def _check_standalone(offload: Path, lit_filter: str | None) -> bool:
     """``kdl test --build-dir B --check-offload`` where B is a standalone
-    build: the lit suite with the installed LLVM's tools the build used, then
-    check-offload and check-offload-unit as ``ninja -C B check`` runs them."""
+    build: the lit suite with the build's tools (the installed LLVM's, with
+    the series' llvm-offload-binary where built), then check-offload and
+    check-offload-unit as ``ninja -C B check`` runs them."""
     from kdl.build.checkoffload import run_standalone_checks
     from kdl.provenance import cmake_cache
 
-    tools = Path(cmake_cache(offload).get("OPENMP_LLVM_TOOLS_DIR", paths.llvm_bin()))
+    # The installed LLVM's tools, with the series' llvm-offload-binary over
+    # them where build --llvm made one (BUILD_DIR/bin).
+    tools = offload.parent / "bin"
+    if not (tools / "llvm-offload-binary").is_file():
+        cached = cmake_cache(offload).get("OPENMP_LLVM_TOOLS_DIR")
+        tools = Path(cached) if cached else paths.llvm_bin()
     lit = run_lit(dirs=ToolDirs(tools, _overlay(None).bin_dir), filter=lit_filter)
     print(f"llvm-tests: {lit.summary()} ({lit.results_file}; tools of {tools})")
     ok, lines = run_standalone_checks(offload, lit_filter)

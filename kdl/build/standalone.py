@@ -93,7 +93,10 @@ def _compilers(prefix: Path) -> list[str]:
 
 
 def _cmake(source: Path, build: Path, prefix: Path) -> list[str]:
-    """A Release Ninja configure of *source* with the installed LLVM's clang."""
+    """A Release Ninja configure of *source* with the installed LLVM's clang
+    (through ccache where it is installed: the set-up installs it)."""
+    ccache = proc.which("ccache")
+    launch = [f"-DCMAKE_{lang}_COMPILER_LAUNCHER={ccache}" for lang in ("C", "CXX")]
     return [
         "cmake",
         "-S",
@@ -104,6 +107,7 @@ def _cmake(source: Path, build: Path, prefix: Path) -> list[str]:
         "Ninja",
         "-DCMAKE_BUILD_TYPE=Release",
         *_compilers(prefix),
+        *(launch if ccache else []),
     ]
 
 
