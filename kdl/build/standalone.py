@@ -120,7 +120,7 @@ def omp_argv(llvm: Path, build: Path, prefix: Path) -> list[str]:
     ]
 
 
-def series_headers(llvm: Path, where: Path) -> Path | None:
+def series_headers(llvm: Path, where: Path, *, keep: bool = False) -> Path | None:
     """Copies of the LLVM headers the applied series changes, under *where*.
 
     The headers are those a ``kdl apply`` branch changes under
@@ -128,6 +128,11 @@ def series_headers(llvm: Path, where: Path) -> Path | None:
     worktree included) or when the series changes none. LLVM's headers
     include each other with quotes, so ``-iquote WHERE`` puts these ahead of
     the installed LLVM's for every quoted include of them.
+
+    With *keep*, a kdl branch that changes none (after ``kdl revert``) still
+    gets *where*, emptied: the build's command line stays the one it was
+    configured with, so a rebuild recompiles only what included a copy,
+    not everything a new configure would.
     """
     from kdl.series.checkout import Checkout
 
@@ -139,15 +144,17 @@ def series_headers(llvm: Path, where: Path) -> Path | None:
             ).split()
     except WorkspaceError:
         return None
-    if not names:
+    if not names and not keep:
         return None
     from kdl.build.overlay import sync_files
 
+    where.mkdir(parents=True, exist_ok=True)
     # Exactly these: a header an earlier series changed and this one does not
     # must not stay ahead of the installed one. Unchanged copies keep their
     # time stamps, so ninja rebuilds nothing.
     sync_files({Path(n).relative_to("llvm/include"): llvm / n for n in names}, where)
-    log.info("offload compiles against the series' LLVM headers: %s", names)
+    if names:
+        log.info("offload compiles against the series' LLVM headers: %s", names)
     return where
 
 
@@ -236,7 +243,11 @@ def build_standalone(
         print(f"  {name}: {result.steps[name]:.0f} s (log: {log_file})", flush=True)
 
     step("omp", omp_argv(llvm, build_dir / "omp", prefix), build_dir / "omp")
-    headers = None if proc.DRY_RUN else series_headers(llvm, build_dir / "llvm-include")
+    headers = (
+        None
+        if proc.DRY_RUN
+        else series_headers(llvm, build_dir / "llvm-include", keep=llvm_side)
+    )
     step(
         "offload",
         offload_argv(llvm, result.offload, prefix, result.libomp, headers),
