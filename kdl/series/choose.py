@@ -9,7 +9,8 @@ in this order, and say which in one line:
 1. ``--series FILE``, as given (apply and check refuse a series whose
    ``llvm:`` is not the checkout's major, before touching anything);
 2. the series the current branch carries: ``kdl apply`` records its name
-   (``branch.<name>.kdlSeries``), so later commands need no ``--series``;
+   (``branch.<name>.kdlSeries``), so later commands need no ``--series``
+   (apply and check refuse it, too, where the checkout's major changed);
 3. the series made for the checkout's version (its
    ``cmake/Modules/LLVMVersion.cmake``, or ``llvm/CMakeLists.txt`` in older
    trees). A version no series is made for is an error naming the versions
@@ -133,27 +134,19 @@ def choose(
 ) -> Choice:
     """The series for the checkout at *llvm* (see the module's docstring).
 
-    *check_version* (apply, check): a given series made for another major
-    than the checkout's is refused."""
+    *check_version* (apply, check): a given or carried series made for
+    another major than the checkout's is refused."""
     llvm = llvm.expanduser()
     tarball = not_a_checkout(llvm)
     if tarball is not None:
         raise tarball
     version = tree_version(llvm) if llvm.is_dir() else None
+    found = headers(patches)
+    choice: Choice | None = None
     if given is not None:
         header = read_header(given.expanduser().absolute())
-        mismatch = bool(version and header.llvm and major_of(version) != header.llvm)
-        if check_version and version and mismatch:
-            ours = [h for h in headers(patches) if h.llvm == major_of(version)]
-            instead = f"; {shown(ours[0].path)} is" if ours else "; no series is"
-            raise UsageError(
-                f"{llvm} is LLVM {version} and {shown(header.path)} is made for "
-                f"LLVM {header.llvm}{instead} made for LLVM {major_of(version)} "
-                "(nothing was changed)"
-            )
-        return Choice(header.path, header, version, "given with --series")
-    found = headers(patches)
-    carried = carried_by_branch(llvm)
+        choice = Choice(header.path, header, version, "given with --series")
+    carried = carried_by_branch(llvm) if choice is None else None
     if carried is not None:
         branch, name = carried
         match = [h for h in found if h.name == name]
@@ -162,7 +155,19 @@ def choose(
                 f"{branch} carries the series '{name}', which no index under "
                 f"{shown(patches or paths.PATCHES)} names; pass --series FILE"
             )
-        return Choice(match[0].path, match[0], version, f"{branch} carries it")
+        choice = Choice(match[0].path, match[0], version, f"{branch} carries it")
+    if choice is not None:
+        header = choice.header
+        mismatch = bool(version and header.llvm and major_of(version) != header.llvm)
+        if check_version and version and mismatch:
+            ours = [h for h in found if h.llvm == major_of(version)]
+            instead = f"; {shown(ours[0].path)} is" if ours else "; no series is"
+            raise UsageError(
+                f"{llvm} is LLVM {version} and {shown(header.path)} is made for "
+                f"LLVM {header.llvm}{instead} made for LLVM {major_of(version)} "
+                "(nothing was changed)"
+            )
+        return choice
     if version is None:
         raise UsageError(
             f"{llvm}: cannot tell its LLVM version (no {' or '.join(VERSION_FILES)} "

@@ -162,17 +162,20 @@ def test_the_users_own_loop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     assert offload["Passed"] + offload["Expectedly Failed"] == want["pass"]
     assert unit["Passed"] == recorded["check-offload-unit"]["base"]["counts"]["pass"]
 
-    # a tree of another version: one line, before any configure
+    # a tree of another version, on the branch and off it: one line, before
+    # anything is touched or configured
     version = llvm / "cmake/Modules/LLVMVersion.cmake"
-    version.write_text(
-        version.read_text().replace("LLVM_VERSION_MAJOR 22", "LLVM_VERSION_MAJOR 21")
-    )
-    for name_, args in (
-        ("apply", ["--llvm", str(llvm)]),
-        ("build", ["--llvm", str(llvm), "--build-dir", str(tmp_path / "b21")]),
-    ):
-        done = script(name_, *args)
-        assert done.returncode == 2, done.stdout + done.stderr
-        assert len(done.stderr.strip().splitlines()) == 1, done.stderr
-        assert "LLVM 21.1.8" in done.stderr
-    assert not (tmp_path / "b21").exists()
+    for branch in (f"kdl/{name}", "main"):
+        git(llvm, "checkout", "--quiet", "--force", branch)
+        version.write_text(
+            version.read_text().replace("VERSION_MAJOR 22", "VERSION_MAJOR 21")
+        )
+        for name_, args in (
+            ("apply", ["--llvm", str(llvm)]),
+            ("build", ["--llvm", str(llvm), "--build-dir", str(tmp_path / "b21")]),
+        ):
+            done = script(name_, *args)
+            assert done.returncode == 2, done.stdout + done.stderr
+            assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+            assert "LLVM 21.1.8" in done.stderr
+        assert not (tmp_path / "b21").exists()

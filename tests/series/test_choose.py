@@ -287,3 +287,22 @@ def test_a_clone_without_the_base_commit_is_told_to_fetch_it(
     assert status == 1
     assert f"the recorded base commit(s) {made.base[:12]} are not in this clone" in err
     assert f"'git fetch https://github.com/llvm/llvm-project {made.base}'" in err
+
+
+def test_a_branch_whose_tree_changed_major_is_refused_by_apply(
+    capsys: pytest.CaptureFixture[str], llvm: Path, patches: Path
+) -> None:
+    """The series the branch carries is made for 22; the tree now says 21."""
+    set_version(llvm, "22.1.8")
+    assert kdl(capsys, "apply", "--llvm", str(llvm))[0] == 0
+    set_version(llvm, "21.1.0", commit=False)
+    before = snapshot(llvm)
+    status, out, err = kdl(capsys, "apply", "--llvm", str(llvm))
+    assert status == 2 and out == ""
+    assert err == (
+        f"error: {llvm} is LLVM 21.1.0 and {patches / 'series'} is made for LLVM "
+        "22; no series is made for LLVM 21 (nothing was changed)\n"
+    )
+    assert snapshot(llvm) == before
+    # status still reads the branch (it changes nothing).
+    assert kdl(capsys, "status", "--llvm", str(llvm))[0] == 0
