@@ -47,6 +47,9 @@ APT_PACKAGES = (
     "mlir-22-tools",
     "cmake",
     "ninja-build",
+    # The compiler launcher of the standalone builds: base and series, and a
+    # build made again, compile the same sources.
+    "ccache",
     "g++",
     "git",
 )

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import shlex
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
@@ -175,3 +177,85 @@ def which(name: str, *dirs: Path) -> Path | None:
 
     found = _which(name)
     return Path(found) if found else None
+
+
+#: Lines of a failing step's log printed with its error.
+TAIL_LINES = 30
+#: ninja's ``[N/M]`` and lit's ``PASS: suite :: test (N of M)``.
+_PROGRESS = re.compile(rb"^\[(\d+)/(\d+)\]|^[A-Z]+: .* \((\d+) of (\d+)\)$")
+
+
+def verbose() -> bool:
+    """``-v``: every tool's output goes to the terminal as well."""
+    return logging.getLogger("kdl").isEnabledFor(logging.DEBUG)
+
+
+def run_logged(
+    argv: Sequence[str | os.PathLike[str]],
+    log_file: Path,
+    *,
+    label: str,
+    env: Mapping[str, str] | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+    check: bool = True,
+    mutating: bool = True,
+) -> int:
+    """Run *argv* with its output appended to *log_file*; return its status.
+
+    On a terminal one line shows *label*, ninja's ``[N/M]`` counter (or
+    lit's ``N of M``) and the time so far; with ``-v`` the output goes to
+    the terminal too. A failure (with *check*) prints the log's last
+    :data:`TAIL_LINES` lines and raises :class:`CommandError` naming it.
+    """
+    args = [str(a) for a in argv]
+    if mutating and DRY_RUN:
+        print(f"would run: {quote(args)}")
+        return 0
+    log.debug("running: %s (output in %s)", quote(args), log_file)
+    log_file.parent.mkdir(parents=True, exist_ok=True)
+    full_env = {**os.environ, **env} if env is not None else None
+    show = verbose()
+    live = sys.stdout.isatty() and not show
+    started = time.monotonic()
+    with log_file.open("ab") as out:
+        out.write(f"$ {quote(args)}\n".encode())
+        out.flush()
+        try:
+            child = subprocess.Popen(
+                args,
+                cwd=cwd,
+                env=full_env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+            )
+        except FileNotFoundError as exc:
+            raise WorkspaceError(f"{args[0]}: command not found") from exc
+        assert child.stdout is not None
+        for line in child.stdout:
+            out.write(line)
+            if show:
+                sys.stdout.buffer.write(line)
+                sys.stdout.flush()
+            elif live:
+                m = _PROGRESS.match(line.rstrip())
+                done = [g.decode() for g in (m.groups() if m else ()) if g]
+                count = f" [{done[0]}/{done[1]}]" if done else ""
+                seconds = time.monotonic() - started
+                sys.stdout.write(f"\r\033[K{label}:{count} {seconds:.0f} s")
+                sys.stdout.flush()
+        status = child.wait()
+    if live:
+        sys.stdout.write("\r\033[K")
+        sys.stdout.flush()
+    if check and status != 0:
+        print_tail(log_file)
+        raise CommandError(args, status, f"see {log_file} (its end is above)")
+    return status
+
+
+def print_tail(log_file: Path, lines: int = TAIL_LINES) -> None:
+    """The last *lines* lines of a failing step's log, on stderr."""
+    text = log_file.read_bytes().decode(errors="replace")
+    print(f"  the end of {log_file}:", file=sys.stderr)
+    for tail_line in text.splitlines()[-lines:]:
+        print(f"  | {tail_line}", file=sys.stderr)

@@ -30,6 +30,7 @@ from kdl import paths, proc
 from kdl.errors import UsageError, WorkspaceError
 from kdl.provenance import cmake_cache, first_line
 from kdl.series.checkout import Checkout
+from kdl.series.choose import choose
 from kdl.series.model import Series, file_diff, load
 
 log = logging.getLogger("kdl")
@@ -52,6 +53,10 @@ class CheckOffloadResult:
     xml_file: Path
     json_file: Path
     seconds: float
+    #: CHECK_OPENMP_ENV as the tests saw it, and where it came from.
+    env: dict[str, str | None] = field(default_factory=dict)
+    #: lit's whole output.
+    log_file: Path | None = None
 
     @property
     def passed(self) -> int:
@@ -155,8 +160,9 @@ def run_check_offload(
 ) -> CheckOffloadResult:
     """Run ``ninja -C DIR TARGET`` (a lit suite) and collect its results.
 
-    *env* adds to the environment (``CHECK_OPENMP_ENV`` for a standalone
-    build); the results go to ``RESULTS_DIR/TARGET.{xml,json}``."""
+    *env* adds to the environment; the results go to
+    ``RESULTS_DIR/TARGET.{xml,json}``, with the test environment the suite
+    ran with (:func:`test_env`)."""
     from kdl.build.llvm import default_build_dir
 
     build_dir = (build_dir or default_build_dir()).expanduser().resolve()
@@ -191,13 +197,20 @@ def run_check_offload(
         proc.quote(argv),
     )
     started = time.monotonic()
-    result = proc.run(argv, env=env, capture=False, check=False)
+    log_file = build_dir / "logs" / f"{target}.log"
+    log_file.unlink(missing_ok=True)
+    returncode = proc.run_logged(
+        argv, log_file, label=target, env=env, check=False, mutating=False
+    )
     seconds = time.monotonic() - started
     counts = parse_xunit(xml_file) if xml_file.is_file() else XunitCounts()
+    test = test_env(build_dir, env)
     doc: dict[str, Any] = {
         "command": argv,
         "env": env,
-        "returncode": result.returncode,
+        "test_env": test,
+        "returncode": returncode,
+        "log": str(log_file),
         "seconds": round(seconds, 3),
         "xunit": str(xml_file) if xml_file.is_file() else None,
         "passed": counts.passed,
@@ -210,10 +223,25 @@ def run_check_offload(
         "build_dir": str(build_dir),
     }
     json_file.write_text(json.dumps(doc, indent=2) + "\n")
-    ok = result.returncode == 0 and xml_file.is_file() and counts.failed == 0
+    ok = returncode == 0 and xml_file.is_file() and counts.failed == 0
+    if not ok and not proc.verbose():
+        proc.print_tail(log_file)
     return CheckOffloadResult(
-        ok, result.returncode, counts, xml_file, json_file, seconds
+        ok, returncode, counts, xml_file, json_file, seconds, test, log_file
     )
+
+
+def test_env(build_dir: Path, env: dict[str, str]) -> dict[str, str | None]:
+    """CHECK_OPENMP_ENV as offload's lit.cfg sees it: from the environment
+    where set there, else from the build's cache entry (kdl's standalone
+    build sets it: see StandaloneOffload.cmake), else none."""
+    given = env.get("CHECK_OPENMP_ENV", os.environ.get("CHECK_OPENMP_ENV"))
+    if given is not None:
+        return {"CHECK_OPENMP_ENV": given, "from": "the environment"}
+    cached = cmake_cache(build_dir).get("CHECK_OPENMP_ENV")
+    if cached:
+        return {"CHECK_OPENMP_ENV": cached, "from": f"{build_dir}/CMakeCache.txt"}
+    return {"CHECK_OPENMP_ENV": None, "from": None}
 
 
 # --- the series' own tests ---------------------------------------------------------
@@ -311,6 +339,7 @@ def run_series_tests(
             "naming its source); run 'kdl build --llvm PATH' first"
         ) from None
     llvm = source.parent
+    series_file = series_file or choose(llvm).file
     steps = series_test_steps(load(series_file), llvm, build_dir)
     for step in steps:
         print(f"=== series: {step.what}", flush=True)
@@ -333,3 +362,59 @@ def run_series_tests(
             + "\n"
         )
     return ok or proc.DRY_RUN, steps
+
+
+# --- a standalone build (kdl build --llvm on a tree of an installed LLVM) ----------
+
+
+def standalone_offload(build_dir: Path) -> Path | None:
+    """The offload build of a standalone build directory: BUILD_DIR/offload
+    (what ``kdl build --llvm`` makes), or BUILD_DIR itself when it is one;
+    None for any other directory (a full LLVM build)."""
+    for offload in (build_dir / "offload", build_dir):
+        home = cmake_cache(offload).get("CMAKE_HOME_DIRECTORY", "")
+        if home and Path(home).name == "offload":
+            return offload
+    return None
+
+
+def run_standalone_checks(
+    offload: Path, lit_filter: str | None = None
+) -> tuple[bool, list[str]]:
+    """check-offload and check-offload-unit in a standalone offload build, as
+    the user's own ``ninja check-offload check-offload-unit`` runs them (the
+    thread limit is the build's); (all passed, one line per suite)."""
+    ok, lines = True, []
+    for target in ("check-offload", "check-offload-unit"):
+        result = run_check_offload(offload, lit_filter, target=target)
+        where = result.env.get("from")
+        limit = (
+            f"; CHECK_OPENMP_ENV={result.env['CHECK_OPENMP_ENV']} from {where}"
+            if where and target == "check-offload"
+            else ""
+        )
+        lines.append(
+            f"{target}: {result.summary()}{limit} ({result.json_file}; "
+            f"log: {result.log_file})"
+        )
+        ok = ok and result.ok
+    from kdl.build.llvmside import CHECK_TARGET, TEST_BINARY
+
+    binary = offload.parent / "llvm-side" / TEST_BINARY
+    if binary.is_file():
+        log_file = offload.parent / "logs" / f"{CHECK_TARGET}.log"
+        log_file.unlink(missing_ok=True)
+        status = proc.run_logged(
+            [binary], log_file, label=CHECK_TARGET, check=False, mutating=False
+        )
+        text = log_file.read_text(errors="replace")
+        passed = re.findall(r"^\[  PASSED  \] (\d+) tests?", text, re.MULTILINE)
+        state = f"{passed[-1]} passed" if status == 0 and passed else "FAILED"
+        if status != 0:
+            proc.print_tail(log_file)
+        lines.append(
+            f"{CHECK_TARGET}: {state} (the series' LLVM-side unit tests; "
+            f"log: {log_file})"
+        )
+        ok = ok and status == 0
+    return ok, lines

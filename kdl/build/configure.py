@@ -30,21 +30,31 @@ def is_configured(build_dir: Path, argv: Sequence[str] | None = None) -> bool:
     return argv is None or stamp.read_text() == proc.quote(argv) + "\n"
 
 
-def configure(argv: Sequence[str], build_dir: Path) -> bool:
+def configure(
+    argv: Sequence[str], build_dir: Path, log_file: Path | None = None
+) -> bool:
     """Run *argv* (a cmake line for *build_dir*) unless it already ran there.
 
     Returns True when CMake ran. What an unfinished or different configure
-    left (the cache and CMakeFiles/) is removed first.
+    left (the cache and CMakeFiles/) is removed first. With *log_file*,
+    CMake's output goes there (:func:`kdl.proc.run_logged`).
     """
     if is_configured(build_dir, argv):
         return False
     if (build_dir / "CMakeCache.txt").is_file():
-        log.info("%s: configured by an unfinished or other cmake; again", build_dir)
+        log.info(
+            "%s: configured by an unfinished cmake or another command line; "
+            "configuring again",
+            build_dir,
+        )
         if not proc.DRY_RUN:
             (build_dir / "CMakeCache.txt").unlink()
             shutil.rmtree(build_dir / "CMakeFiles", ignore_errors=True)
     (build_dir / STAMP).unlink(missing_ok=True)
-    proc.run(argv, capture=False, mutating=True)
+    if log_file is None:
+        proc.run(argv, capture=False, mutating=True)
+    else:
+        proc.run_logged(argv, log_file, label=f"cmake {build_dir.name}")
     if not proc.DRY_RUN:
         (build_dir / STAMP).write_text(proc.quote(argv) + "\n")
     return True

@@ -225,15 +225,22 @@ def run_lit(
         results_file.unlink(missing_ok=True)
     started = datetime.datetime.now(datetime.UTC)
     # lit writes the reports and %t files: under --dry-run it is only printed.
-    result = proc.run(argv, cwd=paths.ROOT, capture=False, check=False, mutating=True)
+    log_file = exec_root / "lit.log"
+    if not proc.DRY_RUN:
+        exec_root.mkdir(parents=True, exist_ok=True)
+        log_file.unlink(missing_ok=True)
+    returncode = proc.run_logged(
+        argv, log_file, label=f"lit {suite.name}", cwd=paths.ROOT, check=False
+    )
     if proc.DRY_RUN:
         return LitResult(True, 0, 0, results_file)
     if not results_file.is_file():
-        if result.returncode == 2 and filter:
+        if returncode == 2 and filter:
             raise UsageError(f"lit: --filter {filter!r} matched no test")
+        proc.print_tail(log_file)
         raise WorkspaceError(
-            f"lit exited with status {result.returncode} before writing "
-            f"{results_file} (see its output above)"
+            f"lit exited with status {returncode} before writing "
+            f"{results_file} (see the end of {log_file} above)"
         )
     codes, failures = read_results(results_file)
     passed = sum(n for code, n in codes.items() if code in PASSING)
@@ -241,7 +248,9 @@ def run_lit(
     unsupported = sum(n for code, n in codes.items() if code in SKIPPED)
     # Every test of the suite must run here: a skipped test means a missing
     # tool or package (the set-up installs them all), and it fails the run.
-    ok = result.returncode == 0 and failed == 0 and unsupported == 0 and passed > 0
+    ok = returncode == 0 and failed == 0 and unsupported == 0 and passed > 0
+    if not ok and not proc.verbose():
+        proc.print_tail(log_file)
     if unsupported:
         log.error(
             "lit: %d tests did not run here (UNSUPPORTED above); the set-up "
@@ -253,7 +262,8 @@ def run_lit(
         "suite": str(suite),
         "date": started.isoformat(timespec="seconds"),
         "command": proc.quote(argv),
-        "exit_status": result.returncode,
+        "exit_status": returncode,
+        "log": str(log_file),
         "params": {
             "llvm_tools_dir": str(dirs.llvm_tools_dir),
             "kdl_tools_dir": str(dirs.kdl_tools_dir),
@@ -337,12 +347,40 @@ def _check_offload_against_base(llvm: Path, build_dir: Path | None) -> bool:
     return not problems and failed == 0 and passed > 0
 
 
+def _check_standalone(offload: Path, lit_filter: str | None) -> bool:
+    """``kdl test --build-dir B --check-offload`` where B is a standalone
+    build: the lit suite with the build's tools (the installed LLVM's, with
+    the series' llvm-offload-binary where built), then check-offload and
+    check-offload-unit as ``ninja -C B check`` runs them."""
+    from kdl.build.checkoffload import run_standalone_checks
+    from kdl.provenance import cmake_cache
+
+    # The installed LLVM's tools, with the series' llvm-offload-binary over
+    # them where build --llvm made one (BUILD_DIR/bin).
+    tools = offload.parent / "bin"
+    if not (tools / "llvm-offload-binary").is_file():
+        cached = cmake_cache(offload).get("OPENMP_LLVM_TOOLS_DIR")
+        tools = Path(cached) if cached else paths.llvm_bin()
+    lit = run_lit(dirs=ToolDirs(tools, _overlay(None).bin_dir), filter=lit_filter)
+    print(f"llvm-tests: {lit.summary()} ({lit.results_file}; tools of {tools})")
+    ok, lines = run_standalone_checks(offload, lit_filter)
+    for line in lines:
+        print(line)
+    return lit.ok and ok
+
+
 def cmd_test(args: argparse.Namespace) -> int:
     """``kdl test [--build-dir DIR] [--check-offload [--llvm TREE]] [--filter RE]``."""
     build_dir: Path | None = args.build_dir
     llvm: Path | None = getattr(args, "llvm", None)
     if args.check_offload and llvm is not None:
         return 0 if _check_offload_against_base(llvm, build_dir) else 1
+    if args.check_offload and build_dir is not None:
+        from kdl.build.checkoffload import standalone_offload
+
+        standalone = standalone_offload(build_dir.expanduser().resolve())
+        if standalone is not None:
+            return 0 if _check_standalone(standalone, args.filter) else 1
     if getattr(args, "main", False):
         if args.check_offload or build_dir is not None or args.filter:
             raise UsageError("--main takes no other option")

@@ -283,20 +283,45 @@ def _describe_tool(path: Path) -> str:
 
 
 def _cmd_build_standalone(args: argparse.Namespace, prefix: Path) -> int:
-    from kdl.build.standalone import build_standalone, default_dir, tree_version
+    from kdl.build.standalone import TOP_CHECKS, build_standalone, default_dir
+    from kdl.series.choose import tree_version
 
     llvm = args.llvm.expanduser().resolve()
     build_dir = (args.build_dir or default_dir(llvm)).expanduser().resolve()
     print(
         f"{llvm} is LLVM {tree_version(llvm)}, as installed in {prefix}: "
-        "offload builds standalone against it (--full for the whole LLVM build)"
+        f"offload builds standalone against it in {build_dir} "
+        "(--full for the whole LLVM build)",
+        flush=True,
     )
-    built = build_standalone(llvm, build_dir, prefix, args.jobs)
+    built = build_standalone(llvm, build_dir, prefix, args.jobs, llvm_side=True)
     for note in built.notes:
         print(f"note: {note}")
-    if not proc.DRY_RUN:
-        print(f"built in {sum(built.steps.values()):.0f} s: {built.offload}")
+    if proc.DRY_RUN:
+        return 0
+    print(f"built in {sum(built.steps.values()):.0f} s: {build_dir}")
+    checks = ", ".join([*TOP_CHECKS, *built.checks])
+    print(f"run the tests: ninja -C {build_dir} check   ({checks})")
     return 0
+
+
+def refuse_hours(llvm: Path, build_dir: Path | None) -> None:
+    """A checkout no installed LLVM matches takes the whole LLVM build
+    (hours on 2 cores): only with --full, or in a build directory the user
+    configured already."""
+    from kdl.series.choose import tree_version
+
+    if build_dir is not None and (build_dir.expanduser() / "CMakeCache.txt").is_file():
+        return
+    version = tree_version(llvm)
+    if version is None:
+        return  # build_llvm says what the directory lacks
+    major = version.split(".", 1)[0]
+    raise UsageError(
+        f"{llvm}: LLVM {version}: no installed LLVM {version} to build offload "
+        f"against standalone (/usr/lib/llvm-{major}); --full builds LLVM itself "
+        "with clang, lld and mlir: hours on 2 cores"
+    )
 
 
 def cmd_build(args: argparse.Namespace) -> int:
@@ -306,6 +331,7 @@ def cmd_build(args: argparse.Namespace) -> int:
         prefix = standalone_prefix(args.llvm.expanduser().resolve())
         if prefix is not None:
             return _cmd_build_standalone(args, prefix)
+        refuse_hours(args.llvm.expanduser().resolve(), args.build_dir)
     if args.llvm is None:
         from kdl.build import overlay
 

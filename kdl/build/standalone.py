@@ -9,7 +9,8 @@ an installed LLVM's (Debian's 22.1.8 for the 22.1.8 tree), ``kdl build
    libomp-22-dev carries LLVM 19's libomp);
 2. ``offload``: offload with its host, CUDA and AMDGPU plugins and its unit
    tests, against the installed LLVM (``-DLLVM_DIR``), googletest built from
-   the tree (:file:`StandaloneGTest.cmake`);
+   the tree (:file:`StandaloneGTest.cmake`) and check-offload's thread limit
+   in its cache (:data:`CHECK_OPENMP_ENV`, :file:`StandaloneOffload.cmake`);
 3. ``devrtl-<target>``: the OpenMP device runtime for each GPU target the
    toolchain can build (NVPTX needs ``ptxas``).
 
@@ -26,7 +27,6 @@ that did not change.
 from __future__ import annotations
 
 import logging
-import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,30 +34,19 @@ from pathlib import Path
 from kdl import paths, proc
 from kdl.build.configure import configure
 from kdl.errors import WorkspaceError
+from kdl.series.choose import tree_version
 
 log = logging.getLogger("kdl")
 
-GTEST_INCLUDE = Path(__file__).with_name("StandaloneGTest.cmake")
+#: Included into offload's project: googletest from the tree, and the
+#: CHECK_OPENMP_ENV cache entry check-offload's lit runs with.
+OFFLOAD_INCLUDE = Path(__file__).with_name("StandaloneOffload.cmake")
 PLUGINS = "host;cuda;amdgpu"
 #: Threads per team are capped at the core count by libomp; upstream's tests
 #: ask for more (the measured recipe: 5 failures on 2 cores without this).
+#: It goes into the offload build's cache (StandaloneOffload.cmake), so the
+#: user's own ``ninja check-offload`` runs with it too.
 CHECK_OPENMP_ENV = "OMP_TEAMS_THREAD_LIMIT=16 KMP_TEAMS_THREAD_LIMIT=16"
-
-
-def tree_version(llvm: Path) -> str | None:
-    """``MAJOR.MINOR.PATCH`` of an llvm-project checkout."""
-    for rel in ("cmake/Modules/LLVMVersion.cmake", "llvm/CMakeLists.txt"):
-        try:
-            text = (llvm / rel).read_text()
-        except OSError:
-            continue
-        parts = [
-            re.search(rf"set\(LLVM_VERSION_{p} (\d+)\)", text)
-            for p in ("MAJOR", "MINOR", "PATCH")
-        ]
-        if all(parts):
-            return ".".join(m.group(1) for m in parts if m)
-    return None
 
 
 def installed_prefix(version: str) -> Path | None:
@@ -84,6 +73,8 @@ class StandaloneBuild:
     steps: dict[str, float] = field(default_factory=dict)
     device_runtimes: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: Checks beyond offload's (the series' LLVM-side unit tests): name -> command.
+    checks: dict[str, str] = field(default_factory=dict)
 
     @property
     def offload(self) -> Path:
@@ -102,7 +93,10 @@ def _compilers(prefix: Path) -> list[str]:
 
 
 def _cmake(source: Path, build: Path, prefix: Path) -> list[str]:
-    """A Release Ninja configure of *source* with the installed LLVM's clang."""
+    """A Release Ninja configure of *source* with the installed LLVM's clang
+    (through ccache where it is installed: the set-up installs it)."""
+    ccache = proc.which("ccache")
+    launch = [f"-DCMAKE_{lang}_COMPILER_LAUNCHER={ccache}" for lang in ("C", "CXX")]
     return [
         "cmake",
         "-S",
@@ -113,6 +107,7 @@ def _cmake(source: Path, build: Path, prefix: Path) -> list[str]:
         "Ninja",
         "-DCMAKE_BUILD_TYPE=Release",
         *_compilers(prefix),
+        *(launch if ccache else []),
     ]
 
 
@@ -125,7 +120,7 @@ def omp_argv(llvm: Path, build: Path, prefix: Path) -> list[str]:
     ]
 
 
-def series_headers(llvm: Path, where: Path) -> Path | None:
+def series_headers(llvm: Path, where: Path, *, keep: bool = False) -> Path | None:
     """Copies of the LLVM headers the applied series changes, under *where*.
 
     The headers are those a ``kdl apply`` branch changes under
@@ -133,6 +128,11 @@ def series_headers(llvm: Path, where: Path) -> Path | None:
     worktree included) or when the series changes none. LLVM's headers
     include each other with quotes, so ``-iquote WHERE`` puts these ahead of
     the installed LLVM's for every quoted include of them.
+
+    With *keep*, a kdl branch that changes none (after ``kdl revert``) still
+    gets *where*, emptied: the build's command line stays the one it was
+    configured with, so a rebuild recompiles only what included a copy,
+    not everything a new configure would.
     """
     from kdl.series.checkout import Checkout
 
@@ -144,15 +144,17 @@ def series_headers(llvm: Path, where: Path) -> Path | None:
             ).split()
     except WorkspaceError:
         return None
-    if not names:
+    if not names and not keep:
         return None
     from kdl.build.overlay import sync_files
 
+    where.mkdir(parents=True, exist_ok=True)
     # Exactly these: a header an earlier series changed and this one does not
     # must not stay ahead of the installed one. Unchanged copies keep their
     # time stamps, so ninja rebuilds nothing.
     sync_files({Path(n).relative_to("llvm/include"): llvm / n for n in names}, where)
-    log.info("offload compiles against the series' LLVM headers: %s", names)
+    if names:
+        log.info("offload compiles against the series' LLVM headers: %s", names)
     return where
 
 
@@ -171,7 +173,8 @@ def offload_argv(
         # Debian's static libffi is not position-independent.
         "-DFFI_STATIC_LIBRARIES=OFF",
         f"-DLIBOMP_STANDALONE={libomp}",
-        f"-DCMAKE_PROJECT_offload_INCLUDE={GTEST_INCLUDE}",
+        f"-DCMAKE_PROJECT_offload_INCLUDE={OFFLOAD_INCLUDE}",
+        f"-DCHECK_OPENMP_ENV={CHECK_OPENMP_ENV}",
     ]
 
 
@@ -202,29 +205,49 @@ def device_targets() -> tuple[list[str], list[str]]:
     return targets, notes
 
 
-def _ninja(build: Path, jobs: int | None, *targets: str) -> None:
+def _ninja(build: Path, jobs: int | None, log_file: Path, *targets: str) -> None:
     jobs_args = ["-j", str(jobs)] if jobs else []
-    proc.run(
-        ["ninja", "-C", str(build), *jobs_args, *targets], capture=False, mutating=True
+    argv = ["ninja", "-C", str(build), *jobs_args, *targets]
+    proc.run_logged(argv, log_file, label=f"ninja {build.name}")
+    # What an earlier configuration built and this one no longer does (the
+    # series' test binaries after a revert, which check-offload-unit would
+    # still find and run) goes: ninja's own record of what it built.
+    proc.run_logged(
+        ["ninja", "-C", str(build), "-t", "cleandead"], log_file, label="cleandead"
     )
 
 
 def build_standalone(
-    llvm: Path, build_dir: Path, prefix: Path, jobs: int | None = None
+    llvm: Path,
+    build_dir: Path,
+    prefix: Path,
+    jobs: int | None = None,
+    *,
+    llvm_side: bool = False,
 ) -> StandaloneBuild:
-    """Build libomp, offload (with unit tests) and the device runtimes."""
+    """Build libomp, offload (with unit tests) and the device runtimes, one
+    line per step; each step's output goes to ``BUILD_DIR/logs/STEP.log``.
+    With *llvm_side*, also the series' LLVM-side changes
+    (:mod:`kdl.build.llvmside`: its sources, unit tests, llvm-offload-binary)."""
     result = StandaloneBuild(llvm, build_dir, prefix)
     build_dir.mkdir(parents=True, exist_ok=True)
+    logs = build_dir / "logs"
 
     def step(name: str, argv: list[str], build: Path, *targets: str) -> None:
         started = time.monotonic()
-        configure(argv, build)
-        _ninja(build, jobs, *targets)
+        log_file = logs / f"{build.name}.log"
+        log_file.unlink(missing_ok=True)
+        configure(argv, build, log_file)
+        _ninja(build, jobs, log_file, *targets)
         result.steps[name] = round(time.monotonic() - started, 1)
-        print(f"{name}: {build} ({result.steps[name]:.0f} s)", flush=True)
+        print(f"  {name}: {result.steps[name]:.0f} s (log: {log_file})", flush=True)
 
     step("omp", omp_argv(llvm, build_dir / "omp", prefix), build_dir / "omp")
-    headers = None if proc.DRY_RUN else series_headers(llvm, build_dir / "llvm-include")
+    headers = (
+        None
+        if proc.DRY_RUN
+        else series_headers(llvm, build_dir / "llvm-include", keep=llvm_side)
+    )
     step(
         "offload",
         offload_argv(llvm, result.offload, prefix, result.libomp, headers),
@@ -245,7 +268,61 @@ def build_standalone(
             result.device_runtimes.append(target)
         except WorkspaceError as exc:
             result.notes.append(f"device runtime {target} did not build: {exc}")
+    checks: dict[str, str] = {}
+    if llvm_side and not proc.DRY_RUN:
+        from kdl.build.llvmside import CHECK_TARGET, build_llvm_side
+
+        started = time.monotonic()
+        side = build_llvm_side(llvm, build_dir, prefix, headers)
+        result.steps["llvm side"] = round(time.monotonic() - started, 1)
+        if side.test_binary is not None:
+            checks[CHECK_TARGET] = str(side.test_binary)
+        built = ", ".join(side.sources + side.tests) or "none (the series changes none)"
+        tool = f"; {side.bin_dir}/llvm-offload-binary" if side.bin_dir else ""
+        print(f"  llvm side: {result.steps['llvm side']:.0f} s ({built}{tool})")
+        result.checks = checks
+    if not proc.DRY_RUN:
+        write_top_ninja(result, checks)
     return result
+
+
+#: The targets of the build directory itself (:func:`write_top_ninja`).
+TOP_CHECKS = ("check-offload", "check-offload-unit")
+
+
+def write_top_ninja(
+    build: StandaloneBuild, extra: dict[str, str] | None = None
+) -> Path:
+    """``BUILD_DIR/build.ninja``: the checks of the builds under it, run from
+    the build directory itself (``ninja -C BUILD_DIR check``), each handed to
+    the build that has it. *extra* adds checks: name -> command line."""
+    lines = [
+        f"# Written by kdl build --llvm {build.llvm}: the builds under this",
+        "# directory (omp, offload, devrtl-*) are CMake's; these targets hand",
+        "# their checks to them. 'ninja check' runs them all.",
+        "ninja_required_version = 1.5",
+        "rule sub",
+        "  command = ninja -C $dir $what",
+        "  description = ninja -C $dir $what",
+        "  pool = console",
+        "rule run",
+        "  command = $cmd",
+        "  description = $cmd",
+        "  pool = console",
+    ]
+    for check in TOP_CHECKS:
+        lines += [
+            f"build {check}: sub",
+            f"  dir = {build.offload}",
+            f"  what = {check}",
+        ]
+    for name, command in (extra or {}).items():
+        lines += [f"build {name}: run", f"  cmd = {command}"]
+    lines.append(f"build check: phony {' '.join([*TOP_CHECKS, *(extra or {})])}")
+    lines.append("default check")
+    top = build.build_dir / "build.ninja"
+    top.write_text("\n".join(lines) + "\n")
+    return top
 
 
 def default_dir(llvm: Path) -> Path:

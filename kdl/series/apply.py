@@ -29,15 +29,11 @@ from pathlib import Path
 from kdl import proc
 from kdl.errors import GitError, WorkspaceError
 from kdl.series.checkout import Checkout
+from kdl.series.diagnose import explain, made_against
 from kdl.series.gitstate import Interrupted, last_line
 from kdl.series.match import Match, PatchInfo, classify, diff_files, failed_paths
-from kdl.series.model import Series
+from kdl.series.model import FileBase, Series
 from kdl.series.undo import Start, Undo, apply_lock, deferred_sigint
-
-#: What ``git am -3`` says when the index lines' blobs are not in the
-#: repository (git 2.39: "sha1 information is lacking or useless (PATH)";
-#: later: "Repository lacks necessary blobs to fall back on 3-way merge").
-NO_BLOBS = re.compile(r"lacks necessary blobs|sha1 information is lacking or useless")
 
 #: ``git am`` with every setting that could change the commits pinned.
 AM_ARGS = [
@@ -388,28 +384,17 @@ def _conflict_message(
     stderr: str,
     undone: str,
 ) -> str:
-    if NO_BLOBS.search(stderr):
-        # git's own line is a hint; say what happened and what to do.
-        lines = [
-            f"{info.name} does not apply to {base_label}: the context of "
-            f"{', '.join(files)} differs and this checkout lacks the patch's base "
-            "blobs for a 3-way merge (a one-commit tree or a shallow clone); "
-            "apply to a full clone with the recorded base commits"
-        ]
-    else:
-        lines = [
-            f"{info.name} does not apply to {base_label}: "
-            f"conflict in {', '.join(files)}"
-        ]
-    recorded = {f.path: f.commit for f in info.patch.files}
+    cause = explain(co, info.patch, files, stderr)
+    lines = [f"{info.name} does not apply to {base_label}: {cause.text}"]
+    recorded = {f.path: f for f in info.patch.files}
     for path in files:
-        commit = recorded.get(path, series.base_of(path))
-        made = f"llvm/llvm-project {commit}" if commit else "a file the series creates"
-        lines.append(f"  {path}: the patch was made against {made}")
+        base = recorded.get(path) or FileBase(path, series.base_of(path))
+        lines.append(f"  {path}: the patch was made against {made_against(base)}")
     lines += [f"  git: {e}" for e in stderr.splitlines() if e.startswith("error:")][:3]
     lines.append(f"  {undone}")
-    retry = proc.quote(["kdl", "apply", "--llvm", str(co.root), "--keep-conflicts"])
-    lines.append(f"  to resolve it by hand with a 3-way merge left in place: {retry}")
+    if cause.merge_helps:
+        retry = proc.quote(["kdl", "apply", "--llvm", str(co.root), "--keep-conflicts"])
+        lines.append(f"  to finish a 3-way merge by hand, left in place: {retry}")
     return "\n".join(lines)
 
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kdl.series.checkout import Checkout
+from kdl.series.diagnose import NO_BLOBS, explain
 from kdl.series.match import PatchInfo, failed_paths
 from kdl.series.model import Series
 
@@ -119,13 +120,23 @@ def _check_one(
                 files,
             )
     conflicts = failed_paths(err3)
-    if conflicts:
+    if NO_BLOBS.search(err3):
+        detail = explain(co, info.patch, files, err3).text
+    elif conflicts:
         detail = f"3-way merge conflicts in {', '.join(conflicts)}"
-    elif "lacks the necessary blob" in err3:
-        detail = (
-            f"does not apply to {', '.join(files)}, and the blobs for a 3-way "
-            "merge are not in this repository"
-        )
     else:
         detail = f"does not apply to {', '.join(files)}"
     return CheckResult(info.name, "fails", detail, conflicts or files)
+
+
+def what_apply_does(results: list[CheckResult]) -> str:
+    """What ``kdl apply`` would do with these results: it is all or nothing,
+    so the first patch that does not apply stops it with nothing applied."""
+    first = next((r for r in results if not r.applies), None)
+    if first is None:
+        return f"kdl apply would apply all {len(results)}"
+    why = "would overwrite untracked files" if first.in_the_way else first.state
+    return (
+        f"kdl apply would stop at {first.name} ({why}) and apply none of them "
+        "(it is all or nothing)"
+    )

@@ -7,8 +7,10 @@ in :mod:`kdl.series.apply` (apply, undone by :mod:`kdl.series.undo`),
 :mod:`kdl.series.match` (which commits are the series'). Status and revert live
 here.
 
-``--series FILE`` (default patches/series) picks another series; export
-writes next to it.
+Each command works with the series :mod:`kdl.series.choose` picks (the one
+the branch carries, else the one made for the checkout's LLVM version) and
+says which in one line; ``--series FILE`` picks another. Export writes next
+to the series file.
 """
 
 from __future__ import annotations
@@ -18,9 +20,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from kdl import paths, proc
+from kdl import proc
 from kdl.errors import GitError
 from kdl.series.checkout import Checkout
+from kdl.series.choose import announce, choose
+from kdl.series.diagnose import made_against
 from kdl.series.match import (
     BranchMeta,
     Commit,
@@ -38,9 +42,20 @@ _STATE_NOTE = {
 }
 
 
-def _series(args: argparse.Namespace) -> Series:
-    series_file: Path | None = getattr(args, "series", None)
-    return load(series_file or paths.SERIES)
+def chosen_file(
+    args: argparse.Namespace, *, check_version: bool = False, json: bool = False
+) -> Path:
+    """The series file for ``args.llvm`` (announced in one line: on stderr
+    where stdout is a JSON document)."""
+    choice = choose(
+        args.llvm, getattr(args, "series", None), check_version=check_version
+    )
+    announce(choice, to_stderr=json)
+    return choice.file
+
+
+def _series(args: argparse.Namespace, **kwargs: bool) -> Series:
+    return load(chosen_file(args, **kwargs))
 
 
 def cmd_apply(args: argparse.Namespace) -> int:
@@ -48,7 +63,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
 
     return apply_series(
         args.llvm,
-        _series(args),
+        _series(args, check_version=True),
         branch=args.branch,
         base=args.base,
         keep_conflicts=args.keep_conflicts,
@@ -57,9 +72,9 @@ def cmd_apply(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from kdl.series.check import check_series
+    from kdl.series.check import check_series, what_apply_does
 
-    series = _series(args)
+    series = _series(args, check_version=True)
     label, results = check_series(args.llvm, series, args.base)
     print(f"checking {len(results)} patches of '{series.name}' against {label}")
     for patch, r in zip(series.patches, results, strict=True):
@@ -69,17 +84,15 @@ def cmd_check(args: argparse.Namespace) -> int:
             listed = ", ".join(r.in_the_way)
             print(f"    would overwrite untracked {listed} (kdl apply refuses)")
         if r.state == "fails":
-            recorded = {f.path: f.commit for f in patch.files}
+            recorded = {f.path: f for f in patch.files if not f.is_new}
             for path in r.files:
-                if recorded.get(path):
-                    print(
-                        f"    {path}: made against llvm/llvm-project {recorded[path]}"
-                    )
+                if path in recorded:
+                    print(f"    {path}: made against {made_against(recorded[path])}")
             print("    (the patches after it are checked without it)")
     ok = sum(r.applies for r in results)
     print(
-        f"check: {ok} of {len(results)} patches apply with kdl apply; "
-        "the checkout was not changed"
+        f"check: {ok} of {len(results)} patches apply on their own; "
+        f"{what_apply_does(results)}; the checkout was not changed"
     )
     return 0 if ok == len(results) else 1
 
@@ -154,7 +167,7 @@ def _recent_matches(
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    doc = series_status(args.llvm, _series(args))
+    doc = series_status(args.llvm, _series(args, json=args.json))
     if args.json:
         print(json.dumps(doc, indent=2))
         return 0
@@ -250,5 +263,4 @@ def cmd_revert(args: argparse.Namespace) -> int:
 def cmd_export(args: argparse.Namespace) -> int:
     from kdl.series.export import export_series
 
-    series_file: Path = getattr(args, "series", None) or paths.SERIES
-    return export_series(args.llvm, series_file, getattr(args, "message", None))
+    return export_series(args.llvm, chosen_file(args), getattr(args, "message", None))

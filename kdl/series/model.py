@@ -4,6 +4,8 @@
 
     # comment
     name: offload-ranked-selection
+    version: 5
+    llvm: 24
     0001-Object-Offload-Add-standard-OffloadBinary-metadata-keys.patch
         base llvm/include/llvm/Object/OffloadBinary.h 05ed393b...(40 hex digits)
         new  llvm/docs/OffloadBinaryMetadata.rst
@@ -14,6 +16,10 @@ COMMIT of REPO (llvm/llvm-project when left out; a fork that tracks main
 where no llvm/llvm-project version qualified), ``new PATH`` for a file the
 patch creates. Every file in the patch's diff must be listed, and nothing
 else. Comments say why each base was chosen.
+
+``llvm: N`` says which LLVM major version the series is made for (a
+checkout of LLVM N.x.y takes it: :mod:`kdl.series.choose`); a series
+without it (llvm-test-suite's) is never chosen by a checkout's version.
 """
 
 from __future__ import annotations
@@ -166,6 +172,8 @@ class Series:
     #: bumps it when the patches change and keeps the old ones under
     #: ``versions/``.
     version: int = 1
+    #: The LLVM major version the series is made for (``llvm: N``), if said.
+    llvm: int | None = None
     #: The file's own lines (kdl export rewrites it from them).
     layout: Layout = field(default_factory=Layout)
 
@@ -189,12 +197,13 @@ def load(series_file: Path | None = None) -> Series:
         raise FormatError(where, f"cannot read: {exc.strerror}") from exc
     name = ""
     version = 1
+    major: int | None = None
     patches: list[Patch] = []
     layout = Layout()
     pending: list[str] = []  # comment lines not yet placed in the layout
     for lineno, raw in enumerate(lines, 1):
         line = raw.split("#", 1)[0].rstrip()
-        if not line.strip() or line.startswith(("name:", "version:")):
+        if not line.strip() or line.startswith(HEADER_FIELDS):
             (pending if layout.blocks else layout.header).append(raw)
         if not line.strip():
             continue
@@ -208,6 +217,9 @@ def load(series_file: Path | None = None) -> Series:
                     where, f"line {lineno}: version must be a positive integer"
                 )
             version = int(value)
+            continue
+        if line.startswith("llvm:"):
+            major = _llvm_major(line, where, lineno)
             continue
         if not line[0].isspace():
             patch_path = series_file.parent / line.strip()
@@ -242,4 +254,50 @@ def load(series_file: Path | None = None) -> Series:
                 f"differ from files in the diff ({', '.join(touched) or 'none'})",
             )
     layout.trailer = pending
-    return Series(name, patches, series_file, version, layout)
+    return Series(name, patches, series_file, version, major, layout)
+
+
+#: The header's ``key: value`` lines.
+HEADER_FIELDS = ("name:", "version:", "llvm:")
+
+
+def _llvm_major(line: str, where: str, lineno: int) -> int:
+    value = line.partition(":")[2].strip()
+    if not value.isdigit() or int(value) < 1:
+        raise FormatError(
+            where, f"line {lineno}: llvm must be an LLVM major version (llvm: 22)"
+        )
+    return int(value)
+
+
+@dataclass(frozen=True)
+class Header:
+    """The ``name:`` and ``llvm:`` lines of a series file, read without its
+    patches (what choosing among the series needs)."""
+
+    path: Path
+    name: str
+    llvm: int | None
+
+
+def read_header(series_file: Path) -> Header:
+    """The header of *series_file*: the lines before its first patch."""
+    where = str(series_file)
+    try:
+        lines = series_file.read_text().splitlines()
+    except OSError as exc:
+        raise FormatError(where, f"cannot read: {exc.strerror}") from exc
+    name, major = "", None
+    for lineno, raw in enumerate(lines, 1):
+        line = raw.split("#", 1)[0].rstrip()
+        if not line.strip():
+            continue
+        if line.startswith("name:"):
+            name = line.partition(":")[2].strip()
+        elif line.startswith("llvm:"):
+            major = _llvm_major(line, where, lineno)
+        elif not line.startswith(HEADER_FIELDS):
+            break
+    if not name:
+        raise FormatError(where, "missing 'name:' line")
+    return Header(series_file, name, major)

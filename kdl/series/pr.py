@@ -32,11 +32,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kdl import paths, proc
+from kdl import proc
 from kdl.errors import UsageError, WorkspaceError
 from kdl.http import REDACTED, Api
 from kdl.series.checkout import Checkout
-from kdl.series.commands import series_status
+from kdl.series.commands import chosen_file, series_status
 from kdl.series.model import Series, load
 
 API = "https://api.github.com"
@@ -347,7 +347,7 @@ def run_pr(
 def cmd_pr(args: argparse.Namespace) -> int:
     return run_pr(
         args.llvm,
-        args.series or paths.SERIES,
+        chosen_file(args),
         login=args.login,
         topic=args.topic,
         remote=args.remote,

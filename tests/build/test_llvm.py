@@ -362,3 +362,26 @@ def test_without_llvm_builds_the_overlay(
     assert main(["build", "--build-dir", str(tmp_path), "-j", "2"]) == 0
     assert calls == [(tmp_path, 2)]
     assert f"overlay build: {tmp_path}" in capsys.readouterr().out
+
+
+def test_a_version_no_installed_llvm_has_is_one_line_before_any_configure(
+    fake_llvm: Path, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """No silent hours: without --full, a tree of LLVM 21.1.0 (no
+    /usr/lib/llvm-21 of that version) is refused before cmake runs."""
+    version = fake_llvm / "cmake/Modules/LLVMVersion.cmake"
+    version.parent.mkdir(parents=True, exist_ok=True)
+    version.write_text(
+        "set(LLVM_VERSION_MAJOR 21)\nset(LLVM_VERSION_MINOR 1)\n"
+        "set(LLVM_VERSION_PATCH 0)\n"
+    )
+    build_dir = tmp_path / "build"
+    assert build_fake(fake_llvm, build_dir) == 2
+    out, err = capfd.readouterr()
+    assert out == ""
+    assert err == (
+        f"error: {fake_llvm}: LLVM 21.1.0: no installed LLVM 21.1.0 to build "
+        "offload against standalone (/usr/lib/llvm-21); --full builds LLVM itself "
+        "with clang, lld and mlir: hours on 2 cores\n"
+    )
+    assert not build_dir.exists()

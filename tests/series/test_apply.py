@@ -537,9 +537,10 @@ def test_a_tree_without_the_base_blobs_says_so(
     assert status == 1
     first = err.splitlines()[0]
     assert first.startswith(f"error: {P2} does not apply to ")
-    assert "lacks the patch's base blobs for a 3-way merge" in first
-    assert "(a one-commit tree or a shallow clone)" in first
-    assert "hint:" not in err
+    assert "git cannot merge: the blobs the patch was made against" in first
+    assert f"base commit(s) {series.base[:12]} are not in this clone" in first
+    assert "(a one-commit tree or another fork?)" in first
+    assert "hint:" not in err and "--keep-conflicts" not in err
     assert snapshot(one) == before
 
 

@@ -41,8 +41,8 @@ def test_check_classifies_without_touching_anything(
     assert f"{P2}: 3-way: context changed in" in out
     assert f"{P3}: applies cleanly" in out
     assert (
-        "check: 3 of 3 patches apply with kdl apply; the checkout was not changed"
-        in out
+        "check: 3 of 3 patches apply on their own; kdl apply would apply all 3; "
+        "the checkout was not changed" in out
     )
     assert snapshot(llvm) == before
     assert (llvm / ".git/index").read_bytes() == index
@@ -62,7 +62,7 @@ def test_check_and_apply_take_a_relative_series_path(
         capsys, "check", "--llvm", str(llvm), "--series", str(relative)
     )
     assert status == 0, out + err
-    assert "check: 3 of 3 patches apply with kdl apply" in out
+    assert "check: 3 of 3 patches apply on their own; kdl apply would apply" in out
     status, out, err = kdl(
         capsys, "apply", "--llvm", str(llvm), "--series", str(relative)
     )
@@ -81,6 +81,7 @@ def test_check_reports_failures_fuzz_and_applied(
     assert f"{P2}: fails: 3-way merge conflicts in {OFFLOAD_BINARY}" in out
     assert f"{OFFLOAD_BINARY}: made against llvm/llvm-project {series.base}" in out
     assert "check: 2 of 3 patches apply" in out
+    assert f"kdl apply would stop at {P2} (fails) and apply none of them" in out
     # On the applied branch, the default base is the branch's base; HEAD has them all.
     git(llvm, "reset", "--quiet", "--hard", "HEAD~1")
     assert apply(capsys, llvm, series)[0] == 0

@@ -7,9 +7,10 @@ import json
 import pytest
 
 from kdl import trees
-from kdl.build.standalone import installed_prefix, tree_version
+from kdl.build.standalone import installed_prefix
 from kdl.cli import main
 from kdl.errors import WorkspaceError
+from kdl.series.choose import tree_version
 from kdl.trees import common, sidroot
 
 pytestmark = pytest.mark.slow
