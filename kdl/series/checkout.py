@@ -275,6 +275,21 @@ class Checkout:
                 "user.name and user.email ('git config --global user.email ...')"
             )
 
+    def require_configured_identity(self) -> str:
+        """The identity a patch is authored with: the one the user gave git
+        (user.name and user.email, or GIT_AUTHOR_NAME/EMAIL); an error when
+        git would make one up from the host's names (user.useConfigOnly)."""
+        status, out, err = self.attempt(
+            "-c", "user.useConfigOnly=true", "var", "GIT_AUTHOR_IDENT"
+        )
+        if status != 0:
+            raise GitError(
+                f"{self.root}: no git identity is configured ({last_line(err)}); "
+                "patches are authored by whoever exports them: set user.name "
+                "and user.email ('git config --global user.email ...')"
+            )
+        return out.rsplit(">", 1)[0] + ">"
+
     def tracked_changes(self) -> list[str]:
         """Tracked files that differ from HEAD (staged or not).
 

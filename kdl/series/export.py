@@ -91,6 +91,7 @@ def export_series(llvm: Path, series_file: Path, message: str | None = None) -> 
     before[series.path] = series.path.read_bytes()
     with Checkout(llvm) as co:
         co.refuse_in_progress()
+        co.require_configured_identity()
         branch, meta = co.kdl_branch()
         base = co.effective_base(meta)
         commits = co.commits(base, "HEAD")

@@ -137,6 +137,7 @@ def plan(
         )
     planned: list[Planned] = []
     with Checkout(llvm) as co:
+        co.require_configured_identity()
         for n, p in enumerate(doc["patches"], 1):
             subject, body = _message(co, p["commit"])
             planned.append(

@@ -178,3 +178,20 @@ def test_export_needs_a_kdl_branch(
     status, _, err = on_series(capsys, "export", llvm, series)
     assert status == 1
     assert "HEAD is main at" in err and "not a branch made by kdl apply" in err
+
+
+def test_export_refuses_an_identity_git_would_make_up(
+    capsys: pytest.CaptureFixture[str],
+    llvm: Path,
+    series: SeriesDir,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert apply(capsys, llvm, series)[0] == 0
+    before = {n: (series.dir / n).read_bytes() for n in series.names}
+    for var in ("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "EMAIL"):
+        monkeypatch.delenv(var, raising=False)
+    status, _, err = on_series(capsys, "export", llvm, series)
+    assert status == 1
+    assert "no git identity is configured" in err
+    assert len(err.strip().splitlines()) == 1
+    assert {n: (series.dir / n).read_bytes() for n in series.names} == before
