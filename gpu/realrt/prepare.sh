@@ -2,7 +2,8 @@
 # gpu/realrt/prepare.sh - here, without a GPU: what the real-runtime run needs.
 #
 # Needs what `kdl all` made: both trees, the 22.1.8 tree with the release/22.x
-# backport applied, and its standalone builds (build/real-22/{base,series}).
+# backport applied, and its standalone builds (build/real-22/{base,series});
+# KDL_REAL22_TREE and KDL_REAL22_SERIES name another checkout and its build.
 # Builds the first-compatible-loop runtime (the backport up to 0002) beside
 # them, compiles gpu/kernels/marker.cu into cubins with nvcc, packs
 # containers with LLVM 22's llvm-offload-binary (format 1) and main's (format
@@ -15,7 +16,14 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
 source gpu/common.sh
 OUT=build/gpu-real
-TREE=.work/trees/22
+# The 22.1.8 checkout with the backport applied on its kdl branch, and the
+# builds of its base and series (kdl all's by default; another applied
+# series, such as patches/next's, in a checkout and build of its own).
+TREE=${KDL_REAL22_TREE:-.work/trees/22}
+BASE_BUILD=${KDL_REAL22_BASE:-build/real-22/base}
+SERIES_BUILD=${KDL_REAL22_SERIES:-build/real-22/series}
+SERIES_FILE=${KDL_REAL22_SERIES_FILE:-patches/release-22.x/series}
+BASE_BUILD=$(cd "$BASE_BUILD" && pwd) SERIES_BUILD=$(cd "$SERIES_BUILD" && pwd)
 MAIN=.work/trees/main
 SNAPSHOT=$(python3 -c 'import json; print(json.load(open("trees.json"))["main"]["version"])')
 rm -rf "$OUT"
@@ -35,12 +43,13 @@ from kdl.build.baseline import base_worktree
 base_worktree(Path(sys.argv[1]).resolve(), sys.argv[2], Path("build/real-22/loop-src").resolve())
 PY
 .venv/bin/kdl build --llvm build/real-22/loop-src --build-dir build/real-22/loop
-for v in base loop series; do
-  cp build/real-22/$v/offload/libLLVMOffload.so.22.1 "$OUT/lib/$v/"
-done
+cp "$BASE_BUILD/offload/libLLVMOffload.so.22.1" "$OUT/lib/base/"
+cp build/real-22/loop/offload/libLLVMOffload.so.22.1 "$OUT/lib/loop/"
+cp "$SERIES_BUILD/offload/libLLVMOffload.so.22.1" "$OUT/lib/series/"
 git -C "$TREE" log --format='%h %s' "$BRANCH" --not \
   "$(git -C "$TREE" rev-list --max-parents=0 "$BRANCH")" >"$OUT/lib/COMMITS"
 echo "loop: $LOOP" >>"$OUT/lib/COMMITS"
+echo "series v$(sed -n 's/^version: *//p' "$SERIES_FILE" | head -1) ($SERIES_FILE)" >"$OUT/lib/SERIES"
 
 # 2. Images: one marker cubin per target, PTX, and an sm_90a cubin the
 #    CUDA plugin accepts (its ELF header says sm_90) but the driver is
@@ -55,7 +64,21 @@ done
 # A second sm_90 build, told apart by its marker, for variant_priority.
 nvcc -cubin -arch=sm_90 -DKDL_MARKER='"sm_90-prio5"' -o "$OUT/img/sm_90-prio5.cubin" \
   gpu/kernels/marker.cu
-nvcc -ptx -arch=compute_80 -DKDL_MARKER='"compute_80"' -o "$OUT/img/compute_80.ptx" gpu/kernels/marker.cu
+for a in 80 90; do
+  nvcc -ptx -arch=compute_$a -DKDL_MARKER="\"compute_$a\"" -o "$OUT/img/compute_$a.ptx" \
+    gpu/kernels/marker.cu
+done
+# PTX the driver refuses at load (its JIT knows no .version 99.9), padded by
+# a 64 KiB comment so that an image object leaked per failed load shows in
+# the process's memory.
+python3 - "$OUT/img" <<'PY'
+import re, sys
+from pathlib import Path
+img = Path(sys.argv[1])
+text = (img / "compute_90.ptx").read_text()
+text = re.sub(r"^\.version .*$", ".version 99.9", text, count=1, flags=re.M)
+(img / "bad-version-90.ptx").write_text(("// padding\n" * 6000) + text)
+PY
 python3 - "$OUT/img" <<'PY'
 import struct, sys
 from pathlib import Path
@@ -103,6 +126,12 @@ pack22 v1-90-relabel90a.bin $C90 $REL
 pack22 v1-relabel90a-90.bin $REL $C90
 pack22 v1-ptx-90.bin $PTX $C90
 pack22 v1-80-ptx.bin $C80 $PTX
+# PTX from a container, and a fallback: the bad PTX claims sm_90, so it ranks
+# above the compute_80 PTX, fails to load, and the next candidate loads.
+PTX90=compute_90.ptx:sm_90 BAD=bad-version-90.ptx:sm_90
+pack22 v1-ptx.bin $PTX
+pack22 v1-ptx90-90.bin $PTX90 $C90
+pack22 v1-ptx-bad90.bin $PTX $BAD
 # variant_priority (release-22.x 0006): two sm_90 builds, the second preferred.
 pack22 v1-90p1-90p5.bin sm_90.cubin:sm_90:variant_priority=1 \
   sm_90-prio5.cubin:sm_90:variant_priority=5
@@ -132,11 +161,13 @@ gcc -O2 -Wall -Wextra -Werror -DKDL_OL_MAIN -I"$MAIN/usr/lib/llvm-24/include" \
 #    libomptarget, whose base and series builds travel (the series does not
 #    change libomptarget: the run shows whether anything differs).
 mkdir -p "$OUT"/omp/{base,series}
-kdl_build_mark "$ROOT/$OUT/mark" -L"$ROOT/build/real-22/series/offload" -lomptarget \
-  -L"$ROOT/build/real-22/series/omp/runtime/src" -lomp
+kdl_build_mark "$ROOT/$OUT/mark" -L"$SERIES_BUILD/offload" -lomptarget \
+  -L"$SERIES_BUILD/omp/runtime/src" -lomp
 for v in base series; do
-  cp build/real-22/$v/offload/libomptarget.so.22.1 "$OUT/omp/$v/"
-  cp build/real-22/$v/omp/runtime/src/libomp.so "$OUT/omp/$v/"
+  b=$BASE_BUILD
+  [ $v = series ] && b=$SERIES_BUILD
+  cp "$b/offload/libomptarget.so.22.1" "$OUT/omp/$v/"
+  cp "$b/omp/runtime/src/libomp.so" "$OUT/omp/$v/"
 done
 
 # 6. The .deb files the runs unpack.

@@ -29,6 +29,7 @@ for f in .deb/"$MODE"/*.deb; do dpkg-deb -x "$f" "$DEB"; done
 SYS="$DEB/usr/lib/x86_64-linux-gnu"
 kdl_device >"$OUT/device-$MODE.txt"
 cat "$B/VERSION" "$B/lib/COMMITS" >"$OUT/harness-$MODE.txt" 2>/dev/null || true
+[ "$MODE" = 22 ] && cp "$B/lib/SERIES" "$OUT/series-22.txt"
 IMAGES=("$B"/img/*.cubin "$B"/img/*.ptx "$B"/img/v1-*.bin "$B"/img/v3-*.bin)
 
 # choice PROBE LIBS OUTFILE: every image in a process of its own, so that a
@@ -71,7 +72,18 @@ done
 # prints it only with debug output compiled in: recorded whatever it says).
 LIBOMPTARGET_DEBUG=1 LD_LIBRARY_PATH=$(libs series) "$B/bin/ol_choice-22" \
   choice "$B/img/v1-80-90-90a.bin" "$B/img/v1-90-relabel90a.bin" \
+  "$B/img/v1-80-ptx.bin" "$B/img/v1-ptx-bad90.bin" \
   >"$OUT/debug-series.txt" 2>&1 || true
+# What a failed load leaves behind: LOADS loads in one process of the PTX the
+# driver refuses, alone and ranked first in a container, each runtime.
+: >"$OUT/leak-22.jsonl"
+for v in base loop series; do
+  for f in bad-version-90.ptx v1-ptx-bad90.bin v1-ptx.bin; do
+    (LD_LIBRARY_PATH=$(libs $v) "$B/bin/ol_choice-22" leak "$B/img/$f" "${KDL_LEAK_LOADS:-1000}" ||
+      echo "{\"file\": \"$B/img/$f\", \"exit\": $?}") |
+      sed "s/^{/{\"variant\": \"$v\", /" | tee -a "$OUT/leak-22.jsonl"
+  done
+done
 
 fi
 

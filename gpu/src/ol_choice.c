@@ -8,6 +8,7 @@
  *
  * Usage: ol_choice choice FILE...
  *        ol_choice cost FILE WARM
+ *        ol_choice leak FILE LOADS
  *
  * Runs against whichever libLLVMOffload the dynamic linker finds: LLVM 22.1.8
  * built with or without the series, or LLVM main's (built with
@@ -22,6 +23,11 @@
  * olCreateProgram of FILE (cold), and of WARM more olCreateProgram calls,
  * each followed by an untimed olDestroyProgram. Microseconds, CLOCK_MONOTONIC.
  *
+ * leak: one JSON line: this process's resident memory and the device's free
+ * memory (cuMemGetInfo in the device's primary context) after one
+ * olCreateProgram of FILE and olDestroyProgram, and again after LOADS more;
+ * a load that fails counts as one (what it allocated must be freed too).
+ *
  *===----------------------------------------------------------------------===*/
 
 /* LLVM 22's OffloadAPI.h uses bool without including stdbool.h. */
@@ -31,6 +37,7 @@
 
 #include "../../shim/tools/ReadFile.h"
 
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -197,10 +204,81 @@ static int cost(const char *Path, int Warm) {
   return 0;
 }
 
+/* Resident memory of this process, in KiB (/proc/self/statm). */
+static long residentKiB(void) {
+  long Pages = 0, Resident = 0;
+  FILE *F = fopen("/proc/self/statm", "r");
+  if (!F)
+    return -1;
+  if (fscanf(F, "%ld %ld", &Pages, &Resident) != 2)
+    Resident = -1;
+  fclose(F);
+  return Resident < 0 ? -1 : Resident * 4;
+}
+
+/* Free memory of CUDA device 0 in KiB, through the driver API in the
+ * device's primary context (the one the CUDA plugin uses); -1 if unknown. */
+static long deviceFreeKiB(void) {
+  typedef int (*RetainFn)(void **, int);
+  typedef int (*ReleaseFn)(int);
+  typedef int (*CtxFn)(void *);
+  typedef int (*PopFn)(void **);
+  typedef int (*MemFn)(size_t *, size_t *);
+  void *Cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  if (!Cuda)
+    return -1;
+  RetainFn Retain = (RetainFn)dlsym(Cuda, "cuDevicePrimaryCtxRetain");
+  ReleaseFn Release = (ReleaseFn)dlsym(Cuda, "cuDevicePrimaryCtxRelease_v2");
+  CtxFn Push = (CtxFn)dlsym(Cuda, "cuCtxPushCurrent_v2");
+  PopFn Pop = (PopFn)dlsym(Cuda, "cuCtxPopCurrent_v2");
+  MemFn MemInfo = (MemFn)dlsym(Cuda, "cuMemGetInfo_v2");
+  void *Ctx = NULL, *Popped = NULL;
+  size_t Free = 0, Total = 0;
+  long KiB = -1;
+  if (Retain && Release && Push && Pop && MemInfo && !Retain(&Ctx, 0)) {
+    if (!Push(Ctx)) {
+      if (!MemInfo(&Free, &Total))
+        KiB = (long)(Free / 1024);
+      Pop(&Popped);
+    }
+    Release(0);
+  }
+  return KiB;
+}
+
+static int leak(const char *Path, int Loads) {
+  size_t Size = 0;
+  char *Data = readFile(Path, &Size);
+  if (!Data)
+    return 2;
+  int Failed = 0;
+  long Rss[2], Dev[2];
+  for (int Phase = 0; Phase < 2; ++Phase) {
+    for (int I = 0; I < (Phase ? Loads : 1); ++I) {
+      ol_program_handle_t Program = NULL;
+      if (KDL_CREATE(Data, Size, &Program))
+        ++Failed;
+      else
+        olDestroyProgram(Program);
+    }
+    Rss[Phase] = residentKiB();
+    Dev[Phase] = deviceFreeKiB();
+  }
+  printf("{\"file\": ");
+  printString(Path);
+  printf(", \"loads\": %d, \"failed\": %d, \"rss_kib\": [%ld, %ld], "
+         "\"device_free_kib\": [%ld, %ld]}\n",
+         Loads + 1, Failed, Rss[0], Rss[1], Dev[0], Dev[1]);
+  free(Data);
+  return 0;
+}
+
 int main(int argc, char **argv) {
-  if (argc < 3 || (strcmp(argv[1], "choice") && strcmp(argv[1], "cost")) ||
-      (!strcmp(argv[1], "cost") && argc != 4)) {
-    fprintf(stderr, "usage: ol_choice choice FILE... | cost FILE WARM\n");
+  bool Counted = !strcmp(argv[1], "cost") || !strcmp(argv[1], "leak");
+  if (argc < 3 || (strcmp(argv[1], "choice") && !Counted) ||
+      (Counted && argc != 4)) {
+    fprintf(stderr,
+            "usage: ol_choice choice FILE... | cost FILE WARM | leak FILE N\n");
     return 2;
   }
   double T0 = now();
@@ -228,6 +306,8 @@ int main(int argc, char **argv) {
       choice(argv[I]);
       fflush(stdout);
     }
+  } else if (!strcmp(argv[1], "leak")) {
+    Status = leak(argv[2], atoi(argv[3]));
   } else {
     printf("{\"init_us\": %.3f}\n", Init);
     Status = cost(argv[2], atoi(argv[3]));

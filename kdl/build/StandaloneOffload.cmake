@@ -25,3 +25,26 @@ elseif(OPENMP_LLVM_LIT_EXECUTABLE STREQUAL KDL_LIT_LAUNCHER)
   unset(OPENMP_LLVM_LIT_EXECUTABLE CACHE)
   file(REMOVE "${KDL_LIT_LAUNCHER}")
 endif()
+
+# An LLVM build links offload's libraries with their version scripts, so
+# that LLVM code compiled into them binds to itself. HandleLLVMOptions,
+# which says the linker takes them, is not part of a standalone build: here
+# it is said for the linkers LLVM's own checks accept on Linux.
+if(CMAKE_SYSTEM_NAME STREQUAL "Linux")
+  set(LLVM_HAVE_LINK_VERSION_SCRIPT 1)
+endif()
+
+# The LLVM sources (llvm/lib) the applied series changes or adds: the
+# installed libraries lack them, and an LLVM build would link its rebuilt
+# ones. They are compiled into the plugins' common code, whose references
+# to them bind there (the version scripts above), once every directory has
+# defined its targets.
+set(KDL_SERIES_LLVM_SOURCES "" CACHE STRING
+  "LLVM sources of the applied series compiled into the plugins")
+function(kdl_add_series_llvm_sources)
+  if(KDL_SERIES_LLVM_SOURCES AND TARGET PluginCommon)
+    target_sources(PluginCommon PRIVATE ${KDL_SERIES_LLVM_SOURCES})
+    message(STATUS "Plugins compile the series' LLVM sources: ${KDL_SERIES_LLVM_SOURCES}")
+  endif()
+endfunction()
+cmake_language(DEFER DIRECTORY "${CMAKE_SOURCE_DIR}" CALL kdl_add_series_llvm_sources)

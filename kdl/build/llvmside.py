@@ -29,6 +29,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kdl.build.standalone import series_changes
 from kdl.build.unittests import TESTING_SUPPORT, Toolchain
 from kdl.errors import WorkspaceError
 
@@ -55,17 +56,7 @@ class LLVMSide:
 def changed_files(llvm: Path) -> list[str]:
     """The files the applied series changes or adds (a kdl branch's diff from
     its base, deletions left out); none off a kdl branch."""
-    from kdl.series.checkout import Checkout
-
-    try:
-        with Checkout(llvm, require_llvm=False) as co:
-            _, meta = co.kdl_branch()
-            out = co.run(
-                "diff", "--name-only", "--diff-filter=d", co.rev(meta.base), "HEAD"
-            )
-    except WorkspaceError:
-        return []
-    return out.split()
+    return series_changes(llvm, ".") or []
 
 
 def link_components(cmake_lists: Path) -> list[str]:

@@ -16,8 +16,10 @@ an installed LLVM's (Debian's 22.1.8 for the 22.1.8 tree), ``kdl build
 
 Where the applied series changes LLVM's own headers (``llvm/include``), the
 offload build compiles against the tree's changed headers ahead of the
-installed ones (``-iquote``, see :func:`series_headers`): the installed
-libraries stay, so only changes that need no rebuilt library work this way.
+installed ones (``-iquote``, see :func:`series_headers`); the LLVM sources it
+changes or adds (``llvm/lib``) are compiled into the plugins, whose
+references to them bind there as in an LLVM build
+(:func:`series_llvm_sources`, :file:`StandaloneOffload.cmake`).
 
 Every directory is configured through :func:`kdl.build.configure.configure`,
 so a configure that stopped midway is redone, and ninja rebuilds nothing
@@ -120,6 +122,35 @@ def omp_argv(llvm: Path, build: Path, prefix: Path) -> list[str]:
     ]
 
 
+def series_changes(llvm: Path, under: str) -> list[str] | None:
+    """The files under *under* a ``kdl apply`` branch changes or adds since
+    its base (deletions left out); None for any other checkout."""
+    from kdl.series.checkout import Checkout
+
+    try:
+        with Checkout(llvm, require_llvm=False) as co:
+            _, meta = co.kdl_branch()
+            out = co.run(
+                "diff",
+                "--name-only",
+                "--diff-filter=d",
+                co.rev(meta.base),
+                "HEAD",
+                "--",
+                under,
+            )
+    except WorkspaceError:
+        return None
+    return out.split()
+
+
+def series_llvm_sources(llvm: Path) -> list[Path]:
+    """The LLVM sources (``llvm/lib``) the applied series changes or adds,
+    which offload's plugins compile (:file:`StandaloneOffload.cmake`)."""
+    names = series_changes(llvm, "llvm/lib") or []
+    return [llvm / n for n in names if n.endswith(".cpp")]
+
+
 def series_headers(llvm: Path, where: Path, *, keep: bool = False) -> Path | None:
     """Copies of the LLVM headers the applied series changes, under *where*.
 
@@ -134,17 +165,8 @@ def series_headers(llvm: Path, where: Path, *, keep: bool = False) -> Path | Non
     configured with, so a rebuild recompiles only what included a copy,
     not everything a new configure would.
     """
-    from kdl.series.checkout import Checkout
-
-    try:
-        with Checkout(llvm, require_llvm=False) as co:
-            _, meta = co.kdl_branch()
-            names = co.run(
-                "diff", "--name-only", co.rev(meta.base), "HEAD", "--", "llvm/include"
-            ).split()
-    except WorkspaceError:
-        return None
-    if not names and not keep:
+    names = series_changes(llvm, "llvm/include")
+    if names is None or (not names and not keep):
         return None
     from kdl.build.overlay import sync_files
 
@@ -159,12 +181,20 @@ def series_headers(llvm: Path, where: Path, *, keep: bool = False) -> Path | Non
 
 
 def offload_argv(
-    llvm: Path, build: Path, prefix: Path, libomp: Path, headers: Path | None = None
+    llvm: Path,
+    build: Path,
+    prefix: Path,
+    libomp: Path,
+    *,
+    headers: Path | None = None,
+    sources: list[Path] | None = None,
 ) -> list[str]:
     flags = [f"-DCMAKE_CXX_FLAGS=-iquote {headers}"] if headers else []
     return [
         *_cmake(llvm / "offload", build, prefix),
         *flags,
+        # Always given, so that a build after kdl revert compiles none.
+        f"-DKDL_SERIES_LLVM_SOURCES={';'.join(map(str, sources or []))}",
         f"-DLLVM_DIR={prefix / 'lib' / 'cmake' / 'llvm'}",
         f"-DLIBOMPTARGET_PLUGINS_TO_BUILD={PLUGINS}",
         "-DOFFLOAD_INCLUDE_TESTS=ON",
@@ -248,9 +278,17 @@ def build_standalone(
         if proc.DRY_RUN
         else series_headers(llvm, build_dir / "llvm-include", keep=llvm_side)
     )
+    sources = [] if proc.DRY_RUN else series_llvm_sources(llvm)
     step(
         "offload",
-        offload_argv(llvm, result.offload, prefix, result.libomp, headers),
+        offload_argv(
+            llvm,
+            result.offload,
+            prefix,
+            result.libomp,
+            headers=headers,
+            sources=sources,
+        ),
         result.offload,
         "all",
         "OffloadUnitTests",

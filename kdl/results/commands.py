@@ -31,6 +31,7 @@ def cmd_results(args: argparse.Namespace) -> int:
         *gpureport.write_report(),
         *rankingcost.write_report(),
         *realruntimes.write_report(),
+        *realruntimes.write_report(realruntimes.DIR_V6),
     ]:
         print(path)
     return 0

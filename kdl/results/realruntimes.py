@@ -31,6 +31,8 @@ from kdl.results.gpureport import RESULTS_GPU, _round, percentile, write_generat
 from kdl.results.rankingcost import GOAL_FRACTION, GOAL_NS, median_diff_ci
 
 DIR = RESULTS_GPU / "real-runtimes"
+#: The run with series v6's backport (patches/next/release-22.x) as the series.
+DIR_V6 = RESULTS_GPU / "real-runtimes-v6"
 RUNTIMES = {
     "main": "LLVM main 7e3c57157096 (Debian snapshot)",
     "22-base": "22.1.8 as released",
@@ -74,6 +76,8 @@ def choices(directory: Path) -> Json:
     table: dict[str, Json] = {}
     for key in RUNTIMES:
         path = directory / f"choice-{key}.jsonl"
+        if key == "main" and not path.exists():
+            continue
         for row in _lines(path):
             name = Path(row["file"]).name
             entry = table.setdefault(name, {})
@@ -197,16 +201,53 @@ def check_offload_nvptx(directory: Path) -> Json:
     }
 
 
+def leaks(path: Path) -> list[Json]:
+    """What LOADS loads of one image in one process left behind, per runtime:
+    resident memory and the device's free memory after the first load and
+    after the last (gpu/src/ol_choice.c leak)."""
+    rows = []
+    for row in _lines(path):
+        if "exit" in row:
+            raise WorkspaceError(f"{path}: a process died: {row}")
+        rss, dev = row["rss_kib"], row["device_free_kib"]
+        rows.append(
+            {
+                "variant": row["variant"],
+                "file": Path(row["file"]).name,
+                "loads": row["loads"],
+                "failed": row["failed"],
+                "rss_growth_kib": rss[1] - rss[0],
+                "device_free_drop_kib": dev[0] - dev[1],
+            }
+        )
+    return rows
+
+
+def _optional(path: Path, read: Any) -> Any:
+    """*read(path)*, or None where the run did not write *path*."""
+    return read(path) if path.exists() else None
+
+
 def report(directory: Path = DIR) -> Json:
     device = (directory / "device-22.txt").read_text().strip()
+    runtimes = dict(RUNTIMES)
+    # The run of another series than kdl all's names it (gpu/realrt/prepare.sh).
+    series = _optional(directory / "series-22.txt", lambda p: p.read_text().strip())
+    if series:
+        runtimes["22-series"] = f"22.1.8 + {series}"
     doc: Json = {
         "device": device,
-        "device_main": (directory / "device-main.txt").read_text().strip(),
+        "device_main": _optional(
+            directory / "device-main.txt", lambda p: p.read_text().strip()
+        ),
         "harness": (directory / "harness-22.txt").read_text().splitlines(),
-        "runtimes": RUNTIMES,
+        "runtimes": runtimes,
         "choices": choices(directory),
-        "openmp": openmp(directory),
-        "check_offload_nvptx": check_offload_nvptx(directory),
+        "openmp": _optional(directory / "omp-22.txt", lambda p: openmp(p.parent)),
+        "check_offload_nvptx": _optional(
+            directory / NVPTX_RUN, lambda p: check_offload_nvptx(directory)
+        ),
+        "leaks": _optional(directory / "leak-22.jsonl", leaks),
         "cost": {},
     }
     for path in sorted(directory.glob("cost-22-*.jsonl")):
@@ -221,21 +262,52 @@ def _us(stat: Json) -> str:
 
 
 def render_md(doc: Json) -> str:
+    main = f" (main's run: {doc['device_main']})" if doc["device_main"] else ""
+    runtimes = {
+        k: v
+        for k, v in doc["runtimes"].items()
+        if any(k in row for row in doc["choices"].values())
+    }
     lines = [
         "# The real runtimes on a GPU",
         "",
-        f"Card: {doc['device']} (main's run: {doc['device_main']}). Generated "
+        f"Card: {doc['device']}{main}. Generated "
         "by `kdl results report` from the JSON lines beside this file.",
         "",
         "## Which entry each runtime loads (`olCreateProgram`)",
         "",
-        "| image | " + " | ".join(doc["runtimes"].values()) + " |",
-        "|---|" + "---|" * len(doc["runtimes"]),
+        "| image | " + " | ".join(runtimes.values()) + " |",
+        "|---|" + "---|" * len(runtimes),
     ]
     for name, row in doc["choices"].items():
-        cells = [row.get(k, {}).get("outcome", "-") for k in doc["runtimes"]]
+        cells = [row.get(k, {}).get("outcome", "-") for k in runtimes]
         lines.append(f"| `{name}` | " + " | ".join(cells) + " |")
-    lines += [
+    if doc["leaks"]:
+        lines += [
+            "",
+            "## What failed loads leave behind",
+            "",
+            "Loads of one image in one process, each followed by "
+            "`olDestroyProgram` when it loaded: resident memory and the "
+            "device's free memory after the first load and after the last.",
+            "",
+            "| runtime | image | loads | failed | RSS growth | device memory lost |",
+            "|---|---|---|---|---|---|",
+        ]
+        for r in doc["leaks"]:
+            lines.append(
+                f"| {doc['runtimes']['22-' + r['variant']]} | `{r['file']}` "
+                f"| {r['loads']} | {r['failed']} | {r['rss_growth_kib']} KiB "
+                f"| {r['device_free_drop_kib']} KiB |"
+            )
+    lines += _openmp_md(doc) + _nvptx_md(doc)
+    return _cost_md(doc, lines)
+
+
+def _openmp_md(doc: Json) -> list[str]:
+    if not doc["openmp"]:
+        return []
+    lines = [
         "",
         "## A clang-22 program through libomptarget",
         "",
@@ -248,8 +320,14 @@ def render_md(doc: Json) -> str:
     ]
     for program, ran in doc["openmp"].items():
         lines.append(f"| `{program}` | {ran.get('base')} | {ran.get('series')} |")
+    return lines
+
+
+def _nvptx_md(doc: Json) -> list[str]:
     nv = doc["check_offload_nvptx"]
-    lines += [
+    if not nv:
+        return []
+    lines = [
         "",
         "## Upstream's check-offload, nvptx64 suites, on the GPU",
         "",
@@ -267,6 +345,10 @@ def render_md(doc: Json) -> str:
         f"Tests whose status differs: {len(nv['differ'])}; regressions: "
         f"{len(nv['regressions'])}.",
     ]
+    return lines
+
+
+def _cost_md(doc: Json, lines: list[str]) -> str:
     for run, entry in doc["cost"].items():
         lines += [
             "",

@@ -128,7 +128,7 @@ def test_offload_compiles_against_the_series_llvm_headers(
     stale.write_text("// an earlier series'\n")
     assert series_headers(repo, where) == where
     assert not stale.exists() and copy.is_file()
-    argv = offload_argv(repo, tmp_path / "b", Path("/p"), Path("/l"), where)
+    argv = offload_argv(repo, tmp_path / "b", Path("/p"), Path("/l"), headers=where)
     assert f"-DCMAKE_CXX_FLAGS=-iquote {where}" in argv
     assert not any(
         "iquote" in a for a in offload_argv(repo, tmp_path, Path("/p"), Path("/l"))

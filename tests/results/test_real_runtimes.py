@@ -65,3 +65,36 @@ def test_upstream_nvptx_tests_do_not_change_with_the_series() -> None:
     assert nv["base"] == nv["series"]
     assert nv["base"]["pass"] > 400 and nv["base"]["unsupported"] > 0
     assert nv["differ"] == [] and nv["regressions"] == []
+
+
+def test_series_v6_on_the_gpu() -> None:
+    """Series v6's run: PTX from a container, a fallback that happens, what
+    refused images leave behind, as the raw lines say."""
+    for name, text in realruntimes.generate(realruntimes.DIR_V6).items():
+        assert (realruntimes.DIR_V6 / name).read_text() == text, f"{name} edited"
+    doc = realruntimes.report(realruntimes.DIR_V6)
+    assert doc["runtimes"]["22-series"].startswith("22.1.8 + series v6 ")
+    loaded = {
+        name: {k: row[k]["short"] for k in ("22-base", "22-loop", "22-series")}
+        for name, row in doc["choices"].items()
+    }
+    # PTX from a container: only v6 loads it.
+    for name in ("v1-80-ptx.bin", "v1-ptx.bin"):
+        assert loaded[name] == {
+            "22-base": "refused",
+            "22-loop": "refused",
+            "22-series": "compute_80",
+        }
+    # The refused PTX ranks first; the next candidate loads and runs.
+    assert loaded["v1-ptx-bad90.bin"]["22-series"] == "compute_80"
+    assert (
+        "unsupported toolchain"
+        in doc["choices"]["bad-version-90.ptx"]["22-series"]["outcome"]
+    )
+    leaks = {(r["variant"], r["file"]): r for r in doc["leaks"]}
+    assert leaks[("series", "v1-ptx-bad90.bin")]["failed"] == 0
+    # Refused images: 22.1.8 as released keeps each copy, the fix does not.
+    assert leaks[("base", "bad-version-90.ptx")]["rss_growth_kib"] > 60_000
+    assert leaks[("series", "bad-version-90.ptx")]["rss_growth_kib"] < 1_000
+    assert all(r["device_free_drop_kib"] == 0 for r in doc["leaks"])
+    assert doc["cost"]["alternating"]["goal_4_entries"].startswith("not resolved")

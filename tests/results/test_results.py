@@ -112,6 +112,7 @@ def test_results_name_their_files() -> None:
         "offload-dispatch-h100.json",
         "offload-dispatch-h100.log",
         "real-runtimes",
+        "real-runtimes-v6",
     }, gpu
 
 
