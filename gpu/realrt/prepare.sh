@@ -92,14 +92,22 @@ PY
 
 # 3. Containers. FILE:ARCH[:KEY=VALUE] entries; LLVM 22 writes one format-1
 #    binary per image, main one format-3 binary of several entries.
+# The image kind is the file's extension: PTX as clang writes it (.s) is
+# IMG_PTX; FILE.ptx is packed as FILE.s, FILE.ptx-as-is (a name only) keeps
+# .ptx, which LLVM does not know (IMG_None).
+mkdir -p "$OUT/img/pack"
 pack22() {
   local out=$1; shift
   local args=()
   for e in "$@"; do
     local file=${e%%:*} rest=${e#*:}
-    local arch=${rest%%:*} keys=""
+    local arch=${rest%%:*} keys="" path=$OUT/img/${e%%:*}
     [ "$rest" != "$arch" ] && keys=",${rest#*:}"
-    args+=("--image=file=$OUT/img/$file,triple=nvptx64-nvidia-cuda,arch=$arch,kind=openmp$keys")
+    case $file in
+    *.ptx-as-is) path=$OUT/img/${file%-as-is} ;;
+    *.ptx) path=$OUT/img/pack/${file%.ptx}.s && cp "$OUT/img/$file" "$path" ;;
+    esac
+    args+=("--image=file=$path,triple=nvptx64-nvidia-cuda,arch=$arch,kind=openmp$keys")
   done
   /usr/lib/llvm-22/bin/llvm-offload-binary -o "$OUT/img/$out" "${args[@]}"
 }
@@ -131,6 +139,8 @@ pack22 v1-80-ptx.bin $C80 $PTX
 PTX90=compute_90.ptx:sm_90 BAD=bad-version-90.ptx:sm_90
 pack22 v1-ptx.bin $PTX
 pack22 v1-ptx90-90.bin $PTX90 $C90
+# The same, its PTX entry of kind IMG_None (packed from a .ptx file).
+pack22 v1-ptxnone90-90.bin compute_90.ptx-as-is:sm_90 $C90
 pack22 v1-ptx-bad90.bin $PTX $BAD
 # variant_priority (release-22.x 0006): two sm_90 builds, the second preferred.
 pack22 v1-90p1-90p5.bin sm_90.cubin:sm_90:variant_priority=1 \

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kdl.build.standalone import series_changes
-from kdl.build.unittests import TESTING_SUPPORT, Toolchain
+from kdl.build.unittests import GOOGLETEST, TESTING_SUPPORT, Toolchain
 from kdl.errors import WorkspaceError
 
 log = logging.getLogger("kdl")
@@ -84,7 +84,10 @@ def build_llvm_side(
     if not sources and not tests:
         return side
     work.mkdir(parents=True)
-    tc = Toolchain(prefix.name, prefix, None, work)
+    googletest = llvm / GOOGLETEST
+    tc = Toolchain(
+        prefix.name, prefix, None, work, googletest if googletest.is_dir() else None
+    )
     includes = [headers] if headers else []
     units = []
     for rel in sources:

@@ -47,15 +47,31 @@ RESULTS = paths.REAL_TREE_RESULTS
 TESTING_SUPPORT = "llvm/lib/Testing/Support/Error.cpp"
 
 
+#: LLVM's googletest in an LLVM tree, as upstream's unit tests build it: with
+#: its printers for LLVM's types (a Twine in a SCOPED_TRACE, say), which the
+#: system's libgtest-dev lacks.
+GOOGLETEST = "third-party/unittest"
+
+
 class Toolchain:
     """An installed LLVM: its prefix, and the root it runs in (or none)."""
 
-    def __init__(self, name: str, prefix: Path, root: Path | None, work: Path) -> None:
+    def __init__(
+        self,
+        name: str,
+        prefix: Path,
+        root: Path | None,
+        work: Path,
+        googletest: Path | None = None,
+    ) -> None:
         self.name = name
         self.prefix = prefix
         self.root = root
         #: Where files go, as this machine sees it.
         self.work = work
+        #: LLVM's googletest (a tree's :data:`GOOGLETEST`) the tests build
+        #: with; None: the system's.
+        self.googletest = googletest
 
     def path(self, host: Path) -> str:
         """*host* as the toolchain sees it (inside the root, if any)."""
@@ -85,7 +101,7 @@ class Toolchain:
             [
                 str(self.prefix / "bin" / "clang++"),
                 # Ahead of the installed headers llvm-config names.
-                *[f"-I{self.path(i)}" for i in includes],
+                *[f"-I{self.path(i)}" for i in [*includes, *self._gtest_includes()]],
                 *self.config("--cxxflags"),
                 # The libraries' build: RTTI on, assertions off.
                 "-O2",
@@ -107,10 +123,14 @@ class Toolchain:
     ) -> None:
         """*objects* into *out*, ahead of the static libraries of LLVM's
         *components*, googletest and *libs* (linker options)."""
-        gtest = [
-            f"/usr/lib/x86_64-linux-gnu/lib{n}.a"
-            for n in ("gtest_main", "gmock", "gtest")
-        ]
+        gtest = (
+            [self.path(self._googletest_archive())]
+            if self.googletest
+            else [
+                f"/usr/lib/x86_64-linux-gnu/lib{n}.a"
+                for n in ("gtest_main", "gmock", "gtest")
+            ]
+        )
         self.run(
             [
                 str(self.prefix / "bin" / "clang++"),
@@ -126,6 +146,36 @@ class Toolchain:
                 self.path(out),
             ]
         )
+
+    def _gtest_includes(self) -> list[Path]:
+        gt = self.googletest
+        return [gt / "googletest/include", gt / "googlemock/include"] if gt else []
+
+    def _googletest_archive(self) -> Path:
+        """LLVM's googletest, googlemock and test main, compiled once into
+        ``WORK/googletest/libllvm_gtest.a`` (clang and llvm-ar write their
+        outputs whole or not at all). An archive, as the system's are: a
+        program with its own main (a tool) takes no member for it."""
+        gt = self.googletest
+        assert gt is not None
+        out = self.work / "googletest"
+        archive = out / "libllvm_gtest.a"
+        if archive.exists():
+            return archive
+        out.mkdir(parents=True, exist_ok=True)
+        objects = []
+        for source, own in (
+            (gt / "googletest/src/gtest-all.cc", [gt / "googletest"]),
+            (gt / "googlemock/src/gmock-all.cc", [gt / "googlemock"]),
+            (gt / "UnitTestMain/TestMain.cpp", []),
+        ):
+            obj = out / f"{source.stem}.o"
+            self.compile(source, obj, own)
+            objects.append(self.path(obj))
+        self.run(
+            [str(self.prefix / "bin" / "llvm-ar"), "rcs", self.path(archive), *objects]
+        )
+        return archive
 
     def gtest(self, binary: Path) -> dict[str, str]:
         """Every test of *binary*: ``pass``, ``fail`` or ``crash``, each run

@@ -91,7 +91,14 @@ def test_series_v6_on_the_gpu() -> None:
         "unsupported toolchain"
         in doc["choices"]["bad-version-90.ptx"]["22-series"]["outcome"]
     )
+    # PTX ranks after a cubin that runs, when its entry says it is PTX; an
+    # entry of image kind IMG_None (packed from a .ptx file) does not say so.
+    assert loaded["v1-ptx90-90.bin"]["22-series"] == "sm_90"
+    assert loaded["v1-ptxnone90-90.bin"]["22-series"] == "compute_90"
     leaks = {(r["variant"], r["file"]): r for r in doc["leaks"]}
+    # Unloaded images: 22.1.8 as released keeps each copy, the fix does not.
+    assert leaks[("base", "sm_90.cubin")]["rss_growth_kib"] > 3_000
+    assert leaks[("series", "sm_90.cubin")]["rss_growth_kib"] < 1_000
     assert leaks[("series", "v1-ptx-bad90.bin")]["failed"] == 0
     # Refused images: 22.1.8 as released keeps each copy, the fix does not.
     assert leaks[("base", "bad-version-90.ptx")]["rss_growth_kib"] > 60_000
