@@ -4,7 +4,7 @@ offload builds standalone against the installed LLVM, so the LLVM sources
 the series changes (``llvm/lib``: ELFObjectFile.cpp today) and its LLVM unit
 tests (``llvm/unittests``) are not in that build. Here they are compiled
 from the checkout as :mod:`kdl.build.unittests` compiles them (its
-:class:`~kdl.build.unittests.Toolchain`: the installed LLVM's clang++ and
+:class:`~kdl.build.toolchain.Toolchain`: the installed LLVM's clang++ and
 llvm-config, the series' changed sources linked ahead of the installed
 static libraries, its changed headers ahead of the installed ones):
 
@@ -30,7 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kdl.build.standalone import series_changes
-from kdl.build.unittests import GOOGLETEST, TESTING_SUPPORT, Toolchain
+from kdl.build.toolchain import GOOGLETEST, Toolchain
+from kdl.build.unittests import TESTING_SUPPORT
 from kdl.errors import WorkspaceError
 
 log = logging.getLogger("kdl")

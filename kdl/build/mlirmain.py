@@ -28,7 +28,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from kdl import paths
-from kdl.build.unittests import Toolchain, changed_headers, new_files, series_texts
+from kdl.build.toolchain import Toolchain
+from kdl.build.unittests import changed_headers, new_files, series_texts
 from kdl.errors import CommandError, WorkspaceError
 from kdl.series.model import Series
 from kdl.trees.common import Tree

@@ -30,13 +30,8 @@ from typing import Any
 
 from kdl import paths, proc
 from kdl.build import rankcorpus
-from kdl.build.unittests import (
-    HEADERS,
-    Toolchain,
-    main_toolchain,
-    series_texts,
-    write_results,
-)
+from kdl.build.toolchain import Toolchain, main_toolchain
+from kdl.build.unittests import HEADERS, series_texts, write_results
 from kdl.errors import WorkspaceError
 from kdl.series.model import Series, load
 from kdl.trees.common import Tree

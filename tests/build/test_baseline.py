@@ -133,3 +133,43 @@ def test_offload_compiles_against_the_series_llvm_headers(
     assert not any(
         "iquote" in a for a in offload_argv(repo, tmp_path, Path("/p"), Path("/l"))
     )
+
+
+def test_the_plugins_compile_the_series_llvm_sources(
+    isolated_git: Path, tmp_path: Path
+) -> None:
+    """What the series changes or adds under llvm/lib goes into the offload
+    build's cache; nothing off a kdl branch, and nothing again after a revert
+    (the entry is always given, so the cache forgets an earlier list)."""
+    from kdl.build.standalone import OFFLOAD_INCLUDE, offload_argv, series_llvm_sources
+
+    repo = tmp_path / "llvm"
+    (repo / "llvm/lib/Object").mkdir(parents=True)
+    (repo / "llvm/lib/Object/OffloadBinary.cpp").write_text("base\n")
+    git(repo, "init", "--quiet")
+    git(repo, "add", ".")
+    git(repo, "commit", "--quiet", "-m", "base")
+    base = git(repo, "rev-parse", "HEAD").strip()
+    assert series_llvm_sources(repo) == []
+    git(repo, "checkout", "--quiet", "-b", "kdl/s")
+    git(repo, "config", "branch.kdl/s.kdlbase", base)
+    (repo / "llvm/lib/Object/OffloadBinary.cpp").write_text("series\n")
+    (repo / "llvm/lib/Object/OffloadTargetRank.cpp").write_text("new\n")
+    (repo / "llvm/lib/Object/CMakeLists.txt").write_text("new\n")
+    git(repo, "add", ".")
+    git(repo, "commit", "--quiet", "-m", "the series")
+    sources = series_llvm_sources(repo)
+    assert sources == [
+        repo / "llvm/lib/Object/OffloadBinary.cpp",
+        repo / "llvm/lib/Object/OffloadTargetRank.cpp",
+    ]
+    argv = offload_argv(repo, tmp_path / "b", Path("/p"), Path("/l"), sources=sources)
+    assert f"-DKDL_SERIES_LLVM_SOURCES={';'.join(map(str, sources))}" in argv
+    assert "-DKDL_SERIES_LLVM_SOURCES=" in offload_argv(
+        repo, tmp_path / "b", Path("/p"), Path("/l")
+    )
+    # The cmake side: the list goes into the plugins' common code, linked with
+    # offload's version scripts.
+    cmake = OFFLOAD_INCLUDE.read_text()
+    assert "target_sources(PluginCommon PRIVATE ${KDL_SERIES_LLVM_SOURCES})" in cmake
+    assert "set(LLVM_HAVE_LINK_VERSION_SCRIPT 1)" in cmake
