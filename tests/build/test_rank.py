@@ -63,7 +63,12 @@ def test_a_failing_or_empty_unit_test_run_counts_as_failed() -> None:
 
 
 def test_the_next_series_patches_are_authored_and_short() -> None:
-    for series in (load(rank.MAIN_SERIES), load(rank.BACKPORT_SERIES)):
+    proposals = rank.MAIN_SERIES.with_name("proposals") / "series"
+    for series in map(load, (rank.MAIN_SERIES, rank.BACKPORT_SERIES, proposals)):
         for patch in series.patches:
-            assert len(patch.subject) <= 72 + len("[PATCH 8/8] "), patch.name
+            assert len(patch.subject) <= 72, patch.name
             assert not re.search(r"dev@localhost|kdl v6", patch.author), patch.name
+            # Numbered as the series orders them, out of its length.
+            n, total = series.patches.index(patch) + 1, len(series.patches)
+            head = patch.path.read_text().split("\n\n", 1)[0]
+            assert re.search(rf"^Subject: \[PATCH 0?{n}/{total}\]", head, re.M)
