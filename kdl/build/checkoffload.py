@@ -191,7 +191,7 @@ def run_check_offload(
     if lit_filter:
         env["LIT_FILTER"] = lit_filter
     argv = ["ninja", "-C", str(build_dir), target]
-    log.info(
+    log.debug(
         "running: %s %s",
         shlex.join(f"{k}={v}" for k, v in env.items()),
         proc.quote(argv),

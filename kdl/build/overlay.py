@@ -316,8 +316,15 @@ def _build_locked(
         log.info("overlay: built %s in %.0f s", ", ".join(linked), seconds)
     else:
         log.log(level, "overlay: %s is up to date", build_dir)
+    if not_built:
+        log.log(
+            level,
+            "overlay: not built here: %d files of its patches have no base "
+            "(-v lists them)",
+            len(not_built),
+        )
     for entry in not_built:
-        log.log(level, "overlay: not built here: %s", entry)
+        log.debug("overlay: not built here: %s", entry)
     products = {
         "kdl-select": overlay.select_tool,
         "ImageRankingTests": overlay.unittests,
