@@ -155,6 +155,9 @@ many=($C90)
 for i in $(seq 1 31); do many+=($C80 $C86); done
 many+=($C90A)
 pack22 cost-64.bin "${many[@]}"
+# The same 64 entries with the best one first: both builds load the same
+# cubin, so what differs is what the series does with the other 63.
+pack22 cost-64-first.bin $C90A "${many[@]:1:62}" $C90
 
 # 4. The probe, for LLVM 22's API and main's.
 gcc -O2 -Wall -Wextra -Werror -I/usr/lib/llvm-22/include gpu/src/ol_choice.c \
