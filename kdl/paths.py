@@ -8,6 +8,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PATCHES = ROOT / "patches"
 SERIES = PATCHES / "series"
+#: The release/22.x backport of the series, for the 22.1.8 tree.
+BACKPORT_SERIES = PATCHES / "release-22.x" / "series"
+#: What needs an RFC, a producer or a consumer before it can be posted.
+PROPOSALS_SERIES = PATCHES / "proposals" / "series"
 #: Series v2, whose ranking library (FrontendOffloading's ImageRanking) the
 #: workspace's own tools still build against LLVM 22: the overlay, kdl-select,
 #: the shim, the fuzzer and the lit suite. Series v3 ranks inside the

@@ -58,10 +58,6 @@ def _draft_and_check_rfc() -> tuple[list[Path], list[str]]:
     return posts, check.check_files(posts, paths.ROOT)
 
 
-#: The release/22.x backport of the series, applied to the 22.1.8 tree.
-BACKPORT_SERIES = paths.PATCHES / "release-22.x" / "series"
-
-
 def real_trees(*, bench: bool = False) -> tuple[int, int, list[str], list[str]]:
     """The series on the real trees: (passed, failed, problems, result lines).
 
@@ -97,7 +93,7 @@ def real_trees(*, bench: bool = False) -> tuple[int, int, list[str], list[str]]:
     lines.append(f"tree 22:        {tree22.path} ({tree22.describe()})")
 
     started = time.monotonic()
-    backport = load(BACKPORT_SERIES)
+    backport = load(paths.BACKPORT_SERIES)
     ensure_identity(tree22.path)
     apply_series(tree22.path, backport)
     timed("apply backport", started)

@@ -140,7 +140,7 @@ def run_lit_main(kdl_tools_dir: Path, tree: Tree | None = None) -> LitResult:
         from kdl import trees
 
         tree = trees.ensure("main")
-    series_src = mlirmain.build(tree, load())
+    series_src = mlirmain.build(tree, load(paths.PROPOSALS_SERIES))
     write_wrappers(tree, mlir=True)
     dirs = ToolDirs(write_wrappers(tree), kdl_tools_dir)
     return run_lit(

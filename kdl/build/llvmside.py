@@ -24,15 +24,13 @@ under ``llvm/lib`` is taken as well. With no change (the base, after
 from __future__ import annotations
 
 import logging
-import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from kdl.build.standalone import series_changes
-from kdl.build.toolchain import GOOGLETEST, Toolchain
+from kdl.build.toolchain import GOOGLETEST, Toolchain, link_components
 from kdl.build.unittests import TESTING_SUPPORT
-from kdl.errors import WorkspaceError
 
 log = logging.getLogger("kdl")
 
@@ -41,7 +39,6 @@ TOOL = "llvm/tools/llvm-offload-binary"
 TOOL_ALIASES = ("clang-offload-packager",)
 TEST_BINARY = "SeriesLLVMTests"
 CHECK_TARGET = "check-series-llvm"
-_COMPONENTS = re.compile(r"set\(LLVM_LINK_COMPONENTS(.*?)\)", re.DOTALL)
 
 
 @dataclass
@@ -58,14 +55,6 @@ def changed_files(llvm: Path) -> list[str]:
     """The files the applied series changes or adds (a kdl branch's diff from
     its base, deletions left out); none off a kdl branch."""
     return series_changes(llvm, ".") or []
-
-
-def link_components(cmake_lists: Path) -> list[str]:
-    """``LLVM_LINK_COMPONENTS`` of a CMakeLists.txt, as llvm-config names them."""
-    m = _COMPONENTS.search(cmake_lists.read_text())
-    if m is None:
-        raise WorkspaceError(f"{cmake_lists}: no LLVM_LINK_COMPONENTS")
-    return [c.lower() for c in m.group(1).split()]
 
 
 def build_llvm_side(

@@ -1,4 +1,4 @@
-"""``#gpu.runtime_select`` of the main series, built against LLVM main's MLIR.
+"""``#gpu.runtime_select`` (patches/proposals), built against LLVM main's MLIR.
 
 Main's MLIR is Debian's snapshot (``libmlir-24-dev``, ``mlir-24-tools``) in
 the sid root of the main tree. Its sources are not packaged, so its GPU

@@ -28,20 +28,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kdl import paths, proc
+from kdl import paths
 from kdl.build import rankcorpus
 from kdl.build.toolchain import Toolchain, main_toolchain
-from kdl.build.unittests import HEADERS, series_texts, write_results
+from kdl.build.unittests import HEADERS, base_texts, series_texts, write_results
 from kdl.errors import WorkspaceError
 from kdl.series.model import Series, load
 from kdl.trees.common import Tree
 
 log = logging.getLogger("kdl")
 
-#: Series v6, not yet what ``apply`` applies (its loop is still to come).
-NEXT = paths.PATCHES / "next"
-MAIN_SERIES = NEXT / "series"
-BACKPORT_SERIES = NEXT / "release-22.x" / "series"
+MAIN_SERIES = paths.SERIES
+BACKPORT_SERIES = paths.BACKPORT_SERIES
 
 #: The rank's own files, created by the series' rank patch.
 RANK_SOURCE = "llvm/lib/Object/OffloadTargetRank.cpp"
@@ -69,23 +67,6 @@ def llvm_files(series: Series, under: str, suffix: str) -> list[str]:
             if f.path.startswith(under) and f.path.endswith(suffix)
         }
     )
-
-
-def base_texts(tree: Tree, names: list[str], where: Path) -> dict[str, Path]:
-    """*names* as the 22.1.8 tree's base commit has them, under *where*."""
-    seeds = {}
-    for name in names:
-        shown = proc.run(
-            ["git", "show", f"{tree.record['commit']}:{name}"],
-            cwd=tree.path,
-            check=False,
-        )
-        if shown.returncode != 0:
-            continue  # the series creates it
-        seeds[name] = where / name
-        seeds[name].parent.mkdir(parents=True, exist_ok=True)
-        seeds[name].write_bytes(shown.stdout)
-    return seeds
 
 
 def write_tree(texts: dict[str, str], where: Path) -> None:

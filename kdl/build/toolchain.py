@@ -11,12 +11,14 @@ from an LLVM tree (:data:`GOOGLETEST`).
 
 from __future__ import annotations
 
+import re
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from kdl import proc
+from kdl.errors import WorkspaceError
 from kdl.trees.common import Tree
 from kdl.trees.sidroot import run_in
 
@@ -24,6 +26,17 @@ from kdl.trees.sidroot import run_in
 #: its printers for LLVM's types (a Twine in a SCOPED_TRACE, say), which the
 #: system's libgtest-dev lacks.
 GOOGLETEST = "third-party/unittest"
+
+
+_COMPONENTS = re.compile(r"set\(LLVM_LINK_COMPONENTS(.*?)\)", re.DOTALL)
+
+
+def link_components(cmake_lists: Path) -> list[str]:
+    """``LLVM_LINK_COMPONENTS`` of a CMakeLists.txt, as llvm-config names them."""
+    m = _COMPONENTS.search(cmake_lists.read_text())
+    if m is None:
+        raise WorkspaceError(f"{cmake_lists}: no LLVM_LINK_COMPONENTS")
+    return [c.lower() for c in m.group(1).split()]
 
 
 class Toolchain:

@@ -16,8 +16,9 @@ bug the series fixes must fail there, exactly in the cases the series names.
 The 22.1.8 tree has its sources: the backport's patched text is built and
 every case must pass, and the unpatched library must fail the same cases.
 
-The toolchains are :mod:`kdl.build.toolchain`'s; googletest comes from the
-system (sid's or bookworm's libgtest-dev). ``libLLVMTestingSupport``
+The toolchains are :mod:`kdl.build.toolchain`'s, with LLVM's googletest
+from the 22.1.8 tree (the tests print LLVM types, which the system's
+libgtest-dev cannot). ``libLLVMTestingSupport``
 (``ASSERT_THAT_EXPECTED``) is not packaged: its one source,
 ``llvm/lib/Testing/Support/Error.cpp``, is compiled from the 22.1.8 tree,
 for both LLVMs (a stand-in named as such in the results).
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import shutil
 import tempfile
 from dataclasses import dataclass, field
@@ -35,7 +37,7 @@ from typing import Any
 
 from kdl import paths, proc
 from kdl.build.standalone import series_headers
-from kdl.build.toolchain import Toolchain, main_toolchain
+from kdl.build.toolchain import GOOGLETEST, Toolchain, link_components, main_toolchain
 from kdl.errors import WorkspaceError
 from kdl.series.model import Series
 from kdl.trees.common import Tree
@@ -56,10 +58,6 @@ class SeriesTest:
     components: tuple[str, ...]
     #: Tests that show the bug the series fixes: they fail without it.
     fail_without: tuple[str, ...] = ()
-    #: Sources under test that no library holds (the plugins' utilities),
-    #: and the include directory they need, as llvm-project paths.
-    sources: tuple[str, ...] = ()
-    include: str | None = None
 
 
 @dataclass
@@ -76,15 +74,12 @@ def build_and_run(
     support: Path,
     patched: list[Path],
     headers: Path | None = None,
-    *,
-    sources: Path | None = None,
 ) -> dict[str, dict[str, str]]:
     """The test against *tc*'s libraries as packaged (a test of a bug the
     series fixes), and with the series: its changed sources (*patched*)
     linked ahead of the libraries, its changed headers (*headers*) ahead of
-    the installed ones, the sources under test (``test.sources``) from the
-    llvm-project-shaped tree *sources*. A test of a new API builds only with
-    the series; a test of a bug only where the series' sources can be built."""
+    the installed ones. A test of a bug runs with the series only where the
+    series' sources can be built (the 22.1.8 tree)."""
     where = tc.work / test.name
     shutil.rmtree(where, ignore_errors=True)
     where.mkdir(parents=True)
@@ -94,18 +89,10 @@ def build_and_run(
     variants: dict[str, tuple[list[Path], list[Path]]] = {}
     if test.fail_without:
         variants[tc.name] = ([], [])
-    if patched or test.sources or (headers and not test.fail_without):
+    if patched or (headers and not test.fail_without):
         includes = [headers] if headers else []
-        units = list(patched)
-        if test.sources:
-            if sources is None:
-                raise WorkspaceError(f"{test.name}: no tree holds its sources")
-            units += [
-                require(sources / s, "a source of the series") for s in test.sources
-            ]
-            includes.append(sources / (test.include or ""))
         extra = []
-        for unit in units:
+        for unit in patched:
             copy = where / f"patched-{unit.name}"
             shutil.copy2(unit, copy)
             tc.compile(copy, copy.with_suffix(".o"), includes)
@@ -168,26 +155,74 @@ def require(path: Path, what: str) -> Path:
     return path
 
 
-#: Unit-test directories of the series and the LLVM components they link.
-COMPONENTS = {
-    "llvm/unittests/Object/": ("object",),
-    "offload/unittests/PluginUtils/": ("object", "targetparser"),
-}
-
-#: The plugins' utilities: a test under offload/unittests/PluginUtils/ is
-#: built with the series' sources under src/Utils/ and their include/.
-PLUGIN_COMMON = "offload/plugins-nextgen/common/"
-PLUGIN_UTILS_TEST = "offload/unittests/PluginUtils/"
-
 #: The tests that show a bug the series fixes: they fail on an LLVM without
-#: the fix (main's libLLVMObject at 7e3c57157096, and 22.1.8's).
-FAIL_WITHOUT = {
-    "ELFObjectFileNVPTXTest": (
-        "ELFObjectFileNVPTXTest.CPUNameABIV1",
-        "ELFObjectFileNVPTXTest.CPUNameABIV2",
-        "ELFObjectFileNVPTXTest.CPUNameUnknownSM",
-    ),
+#: the fix (main's libLLVMObject at 7e3c57157096; 22.1.8's), exactly these
+#: cases and no other of the file.
+FAIL_WITHOUT: dict[str, dict[str, tuple[str, ...]]] = {
+    "main": {
+        "ELFObjectFileTest": (
+            "ELFObjectFileTest.CPUNameForAMDGPU",
+            "ELFObjectFileTest.CPUNameForCUDA",
+        ),
+        "OffloadingTest": (
+            "OffloadingTest.checkStringNotTerminated",
+            "OffloadingTest.checkStringOffsetOutOfBounds",
+        ),
+    },
+    "22.1.8": {
+        "ELFObjectFileTest": (
+            "ELFObjectFileTest.CPUNameForAMDGPU",
+            "ELFObjectFileTest.CPUNameForCUDA",
+        ),
+        "OffloadingTest": (
+            "OffloadingTest.checkImageOutOfBounds",
+            "OffloadingTest.checkStringMapOutOfBounds",
+            "OffloadingTest.checkStringNotTerminated",
+            "OffloadingTest.checkStringOffsetOutOfBounds",
+        ),
+    },
 }
+
+#: Test files whose text differs between main and the backport, and why:
+#: the API they test differs.
+OWN_TEXT: dict[str, str] = {
+    "llvm/unittests/Object/OffloadingTest.cpp": "main's OffloadBinary reads "
+    "every entry of a binary (format 2 and later); 22.1.8's reads one",
+}
+
+_CASE = re.compile(r"^TEST(?:_F|_P)?\((\w+), (\w+)\)", re.MULTILINE)
+
+
+def _cases(text: str) -> dict[str, str]:
+    """The test cases of *text* by their ``TEST(...)`` line: each runs from
+    that line to the first line that is a lone ``}``."""
+    cases: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in text.splitlines(keepends=True):
+        if current is None and _CASE.match(line):
+            current = cases.setdefault(line, [])
+        if current is not None:
+            current.append(line)
+            if line.rstrip("\n") == "}":
+                current = None
+    return {k: "".join(v) for k, v in cases.items()}
+
+
+def series_cases(text: str, base: str) -> str:
+    """*text* with only the test cases the series adds or changes: main's
+    text of a test file is not packaged and the series' patches are made on
+    22.1.8's, whose other cases test 22.1.8's library (some fail against
+    main's for main's own reasons)."""
+    theirs = _cases(base)
+    out = text
+    for head, case in _cases(text).items():
+        if theirs.get(head) == case:
+            out = out.replace(case, "", 1)
+    return out
+
+
+#: Where the series' LLVM unit tests are.
+UNITTESTS = "llvm/unittests/"
 
 
 def series_texts(
@@ -224,6 +259,24 @@ def series_texts(
         }
 
 
+def base_texts(tree: Tree, names: list[str], where: Path) -> dict[str, Path]:
+    """*names* as the 22.1.8 tree's base commit has them, under *where*
+    (a file the series creates has none)."""
+    seeds = {}
+    for name in names:
+        shown = proc.run(
+            ["git", "show", f"{tree.record['commit']}:{name}"],
+            cwd=tree.path,
+            check=False,
+        )
+        if shown.returncode != 0:
+            continue  # the series creates it
+        seeds[name] = where / name
+        seeds[name].parent.mkdir(parents=True, exist_ok=True)
+        seeds[name].write_bytes(shown.stdout)
+    return seeds
+
+
 def new_files(series: Series, prefix: str, suffix: str) -> list[str]:
     """The files the series creates under *prefix* whose names end in *suffix*."""
     return sorted(
@@ -236,54 +289,64 @@ def new_files(series: Series, prefix: str, suffix: str) -> list[str]:
     )
 
 
-def utility_files(series: Series) -> list[str]:
-    """The plugins' utilities the series creates (headers and sources)."""
-    return new_files(series, PLUGIN_COMMON + "include/Utils/", ".h") + new_files(
-        series, PLUGIN_COMMON + "src/Utils/", ".cpp"
+def changed_tests(series: Series) -> list[str]:
+    """The LLVM unit-test files the series changes (not those it creates: a
+    test of a new library is built with its source, :mod:`kdl.build.rank`)."""
+    return sorted(
+        {
+            f.path
+            for p in series.patches
+            for f in p.files
+            if not f.is_new and f.path.startswith(UNITTESTS) and f.path.endswith(".cpp")
+        }
     )
 
 
-def series_tests(main_series: Series, backport: Series) -> list[SeriesTest]:
-    """The unit-test files the series adds, as the whole series leaves them;
-    the backport must carry each one byte for byte (a test fails if they
-    drift)."""
-    tests = []
-    for path in new_files(main_series, "", ".cpp"):
-        component = next((c for d, c in COMPONENTS.items() if path.startswith(d)), None)
-        if component is None:
-            continue
-        text = series_texts(main_series, [path]).get(path)
-        theirs = (
-            series_texts(backport, [path]).get(path)
-            if path in {f for p in backport.patches for f in p.diff_files()}
-            else None
-        )
-        if text is None or theirs != text:
+def series_tests(
+    main_series: Series, backport: Series, tree22: Tree
+) -> dict[str, list[SeriesTest]]:
+    """The unit-test files the series changes, as each series leaves them on
+    22.1.8's text (the base their patches were made against), for main and
+    for 22.1.8. The backport must leave the main series' bytes (a test fails
+    if they drift) unless :data:`OWN_TEXT` says why not."""
+    names = changed_tests(main_series)
+    with tempfile.TemporaryDirectory(prefix="kdl-tests-") as tmp:
+        seeds = base_texts(tree22, names, Path(tmp))
+        base = {n: s.read_text() for n, s in seeds.items()}
+        texts = {
+            "main": series_texts(main_series, names, seeds),
+            "22.1.8": series_texts(backport, names, seeds),
+        }
+    tests: dict[str, list[SeriesTest]] = {"main": [], "22.1.8": []}
+    for path in names:
+        ours, theirs = texts["main"].get(path), texts["22.1.8"].get(path)
+        if ours is None or theirs is None or (ours != theirs and path not in OWN_TEXT):
             raise WorkspaceError(
                 f"{path}: the release/22.x backport does not carry the "
                 "main series' text of this test"
             )
+        cmake_lists = tree22.path / Path(path).parent / "CMakeLists.txt"
+        components = tuple(link_components(cmake_lists))
         name = Path(path).stem
-        sources: tuple[str, ...] = ()
-        include = None
-        if path.startswith(PLUGIN_UTILS_TEST):
-            sources = tuple(f for f in utility_files(main_series) if f.endswith(".cpp"))
-            include = PLUGIN_COMMON + "include"
-        tests.append(
-            SeriesTest(
-                name, text, component, FAIL_WITHOUT.get(name, ()), sources, include
-            )
-        )
+        mains = series_cases(ours, base.get(path, ""))
+        for key, text in (("main", mains), ("22.1.8", theirs)):
+            fail_without = FAIL_WITHOUT[key].get(name, ())
+            tests[key].append(SeriesTest(name, text, components, fail_without))
     return tests
 
 
 def changed_units(series: Series, tree: Path) -> list[Path]:
-    """The LLVM library sources the series changes, in *tree* (applied)."""
-    return [
-        require(tree / f.path, "the backport must be applied to the tree")
+    """The LLVM library sources the series changes or adds, in *tree*
+    (applied), each once."""
+    names = {
+        f.path
         for p in series.patches
         for f in p.files
-        if not f.is_new and f.path.startswith("llvm/lib/") and f.path.endswith(".cpp")
+        if f.path.startswith("llvm/lib/") and f.path.endswith(".cpp")
+    }
+    return [
+        require(tree / n, "the backport must be applied to the tree")
+        for n in sorted(names)
     ]
 
 
@@ -325,30 +388,39 @@ def headers_for_main(series: Series, prefix: Path, where: Path) -> Path | None:
     return where
 
 
-def sources_for_main(series: Series, where: Path) -> Path:
-    """The plugins' utilities the series creates, as the whole series leaves
-    them, in an llvm-project-shaped tree under *where*."""
-    shutil.rmtree(where, ignore_errors=True)
-    for name, text in series_texts(series, utility_files(series)).items():
-        (where / name).parent.mkdir(parents=True, exist_ok=True)
-        (where / name).write_text(text)
-    return where
+def googletest_in(tc: Toolchain, tree22: Tree) -> Path:
+    """LLVM's googletest for *tc*: the 22.1.8 tree's, copied into *tc*'s root
+    where it runs in one (googletest does not change with LLVM's version;
+    its LLVM printers build against main's headers)."""
+    source = require(tree22.path / GOOGLETEST / "CMakeLists.txt", "LLVM's googletest")
+    if tc.root is None:
+        return source.parent
+    copy = tc.work / "third-party-unittest"
+    if not (copy / "CMakeLists.txt").is_file():
+        shutil.rmtree(copy, ignore_errors=True)
+        shutil.copytree(source.parent, copy.with_suffix(".partial"), dirs_exist_ok=True)
+        copy.with_suffix(".partial").rename(copy)
+    return copy
 
 
 def run_series_unittests(
     main: Tree, tree22: Tree, main_series: Series, backport: Series
 ) -> dict[str, UnitRun]:
     """The series' unit tests against main (bug shown) and 22.1.8 (fixed)."""
-    tests = series_tests(main_series, backport)
+    tests = series_tests(main_series, backport, tree22)
     support = require(tree22.path / TESTING_SUPPORT, "LLVM's TestingSupport source")
-    toolchains = {
-        "main": main_toolchain(main, "kdl-unittests"),
-        "22.1.8": Toolchain(
-            "22.1.8", Path("/usr/lib/llvm-22"), None, paths.BUILD / "unittests-22"
-        ),
-    }
+    main_tc = main_toolchain(main, "kdl-unittests")
+    main_tc.work.mkdir(parents=True, exist_ok=True)
+    main_tc.googletest = googletest_in(main_tc, tree22)
+    tc22 = Toolchain(
+        "22.1.8",
+        Path("/usr/lib/llvm-22"),
+        None,
+        paths.BUILD / "unittests-22",
+        tree22.path / GOOGLETEST,
+    )
+    toolchains = {"main": main_tc, "22.1.8": tc22}
     patched = {"main": [], "22.1.8": changed_units(backport, tree22.path)}
-    main_tc, tc22 = toolchains["main"], toolchains["22.1.8"]
     headers = {
         "main": headers_for_main(
             main_series,
@@ -358,32 +430,24 @@ def run_series_unittests(
         # The backport is applied (kdl apply) to the 22.1.8 tree.
         "22.1.8": series_headers(tree22.path, tc22.work / "include"),
     }
-    # The plugins' utilities: main's offload sources are not packaged, so
-    # the series' own texts; the 22.1.8 tree has them applied.
-    sources = {
-        "main": sources_for_main(main_series, main_tc.work / "src"),
-        "22.1.8": tree22.path,
-    }
     results: dict[str, UnitRun] = {}
     for key, tc in toolchains.items():
         total = UnitRun()
-        for test in tests:
-            runs = build_and_run(
-                tc, test, support, patched[key], headers[key], sources=sources[key]
-            )
+        for test in tests[key]:
+            runs = build_and_run(tc, test, support, patched[key], headers[key])
             one = judge(test, runs, tc.name)
             total.passed += one.passed
             total.failed += one.failed
             total.problems += one.problems
             total.runs.update({f"{test.name} {k}": v for k, v in one.runs.items()})
-        if not tests:
-            total.problems.append("the series adds no unit test")
+        if not tests[key]:
+            total.problems.append("the series changes no unit test")
         results[key] = total
     not_built = [
         f.path
         for p in main_series.patches
         for f in p.files
-        if not f.is_new and f.path.endswith(".cpp")
+        if not f.is_new and f.path.startswith("llvm/lib/") and f.path.endswith(".cpp")
     ]
     write_results(
         "unittests.json",
@@ -391,22 +455,27 @@ def run_series_unittests(
             "trees": {"main": main.record, "22": tree22.record},
             "testing_support": f"{TESTING_SUPPORT} of the 22.1.8 tree (stand-in: "
             "libLLVMTestingSupport is not packaged)",
+            "googletest": f"{GOOGLETEST} of the 22.1.8 tree",
+            "tests": {
+                path: "each series' text on 22.1.8's file (the base its patch "
+                "was made against); "
+                + str(OWN_TEXT.get(path, "the backport leaves the main series' bytes"))
+                for path in changed_tests(main_series)
+            },
             "headers_against_main": {
                 h: "main's installed header with the series' hunks applied, "
                 "ahead of main's headers"
                 for h in changed_headers(main_series)
             },
-            "sources_against_main": {
-                f: "the series' text, compiled against main's headers and "
-                "linked with its test against main's libraries"
-                for f in utility_files(main_series)
-                if f.endswith(".cpp")
-            },
             "not_built_against_main": {
-                p: "main's sources are not packaged; built in the 22.1.8 tree"
+                p: "main's sources are not packaged: the test runs against "
+                "main's library as packaged (the bug shown); the fix is built "
+                "and tested in the 22.1.8 tree"
                 for p in not_built
             },
-            "fail_without": {t.name: list(t.fail_without) for t in tests},
+            "fail_without": {
+                k: {t.name: list(t.fail_without) for t in tests[k]} for k in tests
+            },
             "results": {
                 k: {
                     "passed": r.passed,

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from kdl import paths
 from kdl.build import mlirmain
 from kdl.errors import WorkspaceError
 from kdl.series.model import load
@@ -13,7 +14,7 @@ from kdl.trees.common import Tree
 
 
 def test_the_patch_files_it_builds_and_tests() -> None:
-    changed, new = mlirmain._patch_files(load())
+    changed, new = mlirmain._patch_files(load(paths.PROPOSALS_SERIES))
     assert changed == [
         "mlir/include/mlir/Dialect/GPU/IR/CompilationAttrs.td",
         "mlir/include/mlir/Target/LLVMIR/Dialect/All.h",
@@ -26,7 +27,7 @@ def test_the_patch_files_it_builds_and_tests() -> None:
 def test_a_root_without_main_s_headers_is_one_line(tmp_path: Path) -> None:
     tree = Tree("main", tmp_path, {"major": 24, "prefix": "/usr/lib/llvm-24"})
     with pytest.raises(WorkspaceError) as info:
-        mlirmain.build(tree, load())
+        mlirmain.build(tree, load(paths.PROPOSALS_SERIES))
     assert "CompilationAttrs.td" in str(info.value)
     assert "is not installed" in str(info.value)
     assert "\n" not in str(info.value)
@@ -34,13 +35,13 @@ def test_a_root_without_main_s_headers_is_one_line(tmp_path: Path) -> None:
 
 def test_a_hunk_that_does_not_apply_to_main_is_one_line(tmp_path: Path) -> None:
     include = tmp_path / "usr/lib/llvm-24/include"
-    for name in mlirmain._patch_files(load())[0]:
+    for name in mlirmain._patch_files(load(paths.PROPOSALS_SERIES))[0]:
         header = include / name[len(mlirmain.MLIR_INCLUDE) :]
         header.parent.mkdir(parents=True, exist_ok=True)
         header.write_text("// not main's header\n")
     tree = Tree("main", tmp_path, {"major": 24, "prefix": "/usr/lib/llvm-24"})
     with pytest.raises(WorkspaceError) as info:
-        mlirmain.build(tree, load())
+        mlirmain.build(tree, load(paths.PROPOSALS_SERIES))
     message = str(info.value)
-    assert message.startswith("0006-mlir-gpu-Add-gpu.runtime_select")
+    assert message.startswith("0003-mlir-gpu-Add-gpu.runtime_select")
     assert "does not apply to main's" in message

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+from kdl import paths
 from kdl.build import rank, rankcorpus
 from kdl.build.unittests import series_texts
 from kdl.series.model import load
@@ -62,8 +63,8 @@ def test_a_failing_or_empty_unit_test_run_counts_as_failed() -> None:
     assert empty.failed == 1
 
 
-def test_the_next_series_patches_are_authored_and_short() -> None:
-    proposals = rank.MAIN_SERIES.with_name("proposals") / "series"
+def test_the_series_patches_are_authored_and_short() -> None:
+    proposals = paths.PROPOSALS_SERIES
     for series in map(load, (rank.MAIN_SERIES, rank.BACKPORT_SERIES, proposals)):
         for patch in series.patches:
             assert len(patch.subject) <= 72, patch.name

@@ -8,102 +8,83 @@ from pathlib import Path
 
 import pytest
 
-from kdl import paths
+from kdl import paths, trees
 from kdl.build import unittests
-from kdl.build.unittests import SeriesTest, judge, series_tests
+from kdl.build.unittests import SeriesTest, judge, series_cases, series_tests
 from kdl.errors import WorkspaceError
 from kdl.series.model import load
-
-BACKPORT = paths.PATCHES / "release-22.x" / "series"
-NVPTX = "ELFObjectFileNVPTXTest"
+from kdl.trees.common import Tree
 
 
-def test_the_series_tests_and_what_they_show() -> None:
-    nvptx, priority, rank = series_tests(load(), load(BACKPORT))
-    assert nvptx.name == NVPTX
-    assert nvptx.components == ("object",)
-    assert "TEST(ELFObjectFileNVPTXTest, CPUNameABIV2)" in nvptx.text
-    assert nvptx.fail_without == unittests.FAIL_WITHOUT[NVPTX]
-    # A new API: it builds only with the series, so it shows no bug.
-    assert priority.name == "OffloadBinaryVariantPriorityTest"
-    assert priority.fail_without == ()
-    # The plugins' utility: built from the series' source with its test, the
-    # text the whole series leaves (0004 adds the priority case).
-    assert rank.name == "OffloadEntryRankTest"
-    assert rank.sources == (
-        "offload/plugins-nextgen/common/src/Utils/OffloadEntryRank.cpp",
-    )
-    assert rank.include == "offload/plugins-nextgen/common/include"
-    assert rank.components == ("object", "targetparser")
-    assert "TEST(OffloadEntryRankTest, VariantPriority)" in rank.text
+@pytest.fixture(scope="module")
+def tree22() -> Tree:
+    """The 22.1.8 tree (made by the real-tree stage, or here): the base
+    texts of the test files the series changes."""
+    return trees.ensure("22")
 
 
-def test_main_sources_are_the_series_texts(tmp_path: Path) -> None:
-    where = unittests.sources_for_main(load(), tmp_path / "src")
-    source = where / "offload/plugins-nextgen/common/src/Utils/OffloadEntryRank.cpp"
-    text = source.read_text()
-    # Main's helpers, and 0004's change on top of 0002's file.
-    assert "NVPTX::parseArch" in text
-    assert "areTargetsEquivalent" in text
-    assert "getVariantPriority" in text
-    header = where / "offload/plugins-nextgen/common/include/Utils/OffloadEntryRank.h"
-    assert "uint32_t Priority = 0;" in header.read_text()
-
-
-def test_the_series_headers() -> None:
-    assert unittests.changed_headers(load()) == [
-        "llvm/include/llvm/Object/OffloadBinary.h"
-    ]
-    assert unittests.changed_headers(load(BACKPORT)) == [
-        "llvm/include/llvm/Object/OffloadBinary.h"
+def test_the_changed_tests_are_the_llvm_test_files_not_the_new_ones() -> None:
+    assert unittests.changed_tests(load()) == [
+        "llvm/unittests/Object/ELFObjectFileTest.cpp",
+        "llvm/unittests/Object/OffloadingTest.cpp",
     ]
 
 
-def _prefix_with(tmp_path: Path, header: str) -> Path:
-    prefix = tmp_path / "prefix"
-    (prefix / "include" / "llvm" / "Object").mkdir(parents=True)
-    (prefix / "include" / "llvm" / "Object" / "OffloadBinary.h").write_text(header)
-    return prefix
-
-
-def test_main_headers_are_the_installed_ones_with_the_hunks(tmp_path: Path) -> None:
-    """Applied to LLVM 22's header the hunk applies too (same context); the
-    result has the accessor and nothing else changed."""
-    installed = Path("/usr/lib/llvm-22/include/llvm/Object/OffloadBinary.h")
-    prefix = _prefix_with(tmp_path, installed.read_text())
-    where = unittests.headers_for_main(load(), prefix, tmp_path / "include")
-    assert where == tmp_path / "include"
-    text = (where / "llvm" / "Object" / "OffloadBinary.h").read_text()
-    assert "std::optional<uint32_t> getVariantPriority() const {" in text
-    assert text != installed.read_text()
-
-
-def test_a_hunk_that_does_not_apply_to_main_is_one_line(tmp_path: Path) -> None:
-    prefix = _prefix_with(tmp_path, "// not main's OffloadBinary.h\n")
-    with pytest.raises(WorkspaceError) as info:
-        unittests.headers_for_main(load(), prefix, tmp_path / "include")
-    message = str(info.value)
-    assert message.startswith("0003-Object-Add-OffloadBinary-getVariantPriority.patch:")
+@pytest.mark.slow
+def test_the_series_tests_and_what_they_show(tree22: Tree) -> None:
+    tests = series_tests(load(), load(paths.BACKPORT_SERIES), tree22)
+    main = {t.name: t for t in tests["main"]}
+    ours = {t.name: t for t in tests["22.1.8"]}
+    assert sorted(main) == sorted(ours) == ["ELFObjectFileTest", "OffloadingTest"]
+    elf = main["ELFObjectFileTest"]
+    assert {"object", "objectyaml"} <= set(elf.components)
+    # Against main, the cases the series adds or changes alone: the file's
+    # other cases are 22.1.8's text.
+    assert "TEST(ELFObjectFileTest, CPUNameForCUDA)" in elf.text
+    assert "TEST(ELFObjectFileTest, ReadBBAddrMap)" not in elf.text
+    assert "TEST(ELFObjectFileTest, ReadBBAddrMap)" in ours["ELFObjectFileTest"].text
+    assert elf.fail_without == unittests.FAIL_WITHOUT["main"]["ELFObjectFileTest"]
+    # OffloadingTest tests each tree's own reader.
+    assert "BinariesOrErr" in main["OffloadingTest"].text
+    assert "checkImageOutOfBounds" in ours["OffloadingTest"].text
     assert (
-        "does not apply to main's llvm/include/llvm/Object/OffloadBinary.h" in message
+        ours["OffloadingTest"].fail_without
+        == (unittests.FAIL_WITHOUT["22.1.8"]["OffloadingTest"])
     )
-    assert "\n" not in message
 
 
-def test_the_backport_must_carry_the_same_test(tmp_path: Path) -> None:
+@pytest.mark.slow
+def test_the_backport_must_carry_the_same_test(tmp_path: Path, tree22: Tree) -> None:
     copy = tmp_path / "release-22.x"
-    shutil.copytree(BACKPORT.parent, copy)
+    shutil.copytree(paths.BACKPORT_SERIES.parent, copy)
     patch = next(copy.glob("0001-*.patch"))
     text = patch.read_text()
-    assert text.count('+  checkNVPTXCPUName(V2, 0x06005a04, "sm_90");\n') == 1
-    patch.write_text(
-        text.replace(
-            '+  checkNVPTXCPUName(V2, 0x06005a04, "sm_90");\n',
-            '+  checkNVPTXCPUName(V2, 0x06005a04, "sm_90a");\n',
-        )
-    )
+    line = '+  Check(V2, SM(ELF::EF_CUDA_SM90), "sm_90");\n'
+    assert text.count(line) == 1
+    patch.write_text(text.replace(line, line.replace("sm_90", "sm_90a")))
     with pytest.raises(WorkspaceError, match="does not carry the main series' text"):
-        series_tests(load(), load(copy / "series"))
+        series_tests(load(), load(copy / "series"), tree22)
+
+
+def test_series_cases_keeps_the_cases_the_series_adds_or_changes() -> None:
+    base = "#include <x>\nTEST(A, kept) {\n  a();\n}\n\nTEST(A, changed) {\n  b();\n}\n"
+    text = (
+        "#include <x>\n"
+        "TEST(A, kept) {\n  a();\n}\n\n"
+        "TEST(A, changed) {\n  c();\n}\n\n"
+        "TEST(A, added) {\n  d();\n}\n"
+    )
+    out = series_cases(text, base)
+    assert "TEST(A, kept)" not in out
+    assert "TEST(A, changed) {\n  c();\n}" in out
+    assert "TEST(A, added)" in out
+    assert out.startswith("#include <x>\n")
+
+
+def test_the_series_changes_no_installed_llvm_header() -> None:
+    """v6's headers are new files (the rank's); main's installed headers
+    are used as they are."""
+    assert unittests.changed_headers(load()) == []
 
 
 def _test(*fail_without: str) -> SeriesTest:
