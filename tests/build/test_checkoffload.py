@@ -121,23 +121,11 @@ def test_series_test_steps_follow_the_series(tmp_path: Path) -> None:
     assert [s.argv for s in steps] == [
         [
             f"{build_dir}/unittests/Object/ObjectTests",
-            "--gtest_filter=ELFObjectFileNVPTXTest.*:OffloadBinaryVariantPriorityTest.*",
+            "--gtest_filter=ELFObjectFileTest.*:OffloadTargetRankTest.*"
+            ":OffloadingTest.*",
         ],
-        # The rank's test, offload/unittests/PluginUtils.
+        # The loop's test, offload/unittests/Plugins.
         ["ninja", "-C", str(build_dir), "check-offload-unit"],
-        # #gpu.runtime_select's tests.
-        [
-            f"{build_dir}/bin/llvm-lit",
-            "-sv",
-            *[
-                f"{llvm}/mlir/test/{t}"
-                for t in (
-                    "Dialect/GPU/runtime-select.mlir",
-                    "Target/LLVMIR/gpu-runtime-select-invalid.mlir",
-                    "Target/LLVMIR/gpu-runtime-select.mlir",
-                )
-            ],
-        ],
     ]
 
 

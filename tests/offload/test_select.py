@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -655,26 +654,3 @@ def test_json_fit_reads_the_entry_arch(
         "arch-specific",
         None,
     )
-
-
-def _enum_members(text: str, name: str) -> list[str]:
-    """The members of C++ ``enum class NAME``, each with its comment."""
-    body = text[re.search(rf"enum class {name}\b[^{{]*{{", text).start() :]  # type: ignore[union-attr]
-    body = body[body.index("{") + 1 : body.index("};")]
-    return [" ".join(line.split()) for line in body.splitlines() if line.strip()]
-
-
-def test_entry_fits_follow_the_patch() -> None:
-    """kdl-select's EntryFit is the backport's OffloadEntryFitTy: the same
-    members with the same comments, in the same (rank) order."""
-    (patch,) = (paths.PATCHES / "release-22.x").glob("0003-*.patch")
-    added = "\n".join(
-        line[1:]
-        for line in patch.read_text().splitlines()
-        if line.startswith("+") and not line.startswith("+++")
-    )
-    header = paths.ROOT / "overlay" / "tools" / "kdl-select" / "EntryFit.h"
-    ours = _enum_members(header.read_text(), "EntryFit")
-    assert ours == _enum_members(added, "OffloadEntryFitTy")
-    members = [m for m in ours if not m.startswith("//")]
-    assert members[0] == "ArchSpecific," and members[-1] == "Mismatch,"

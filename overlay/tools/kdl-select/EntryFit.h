@@ -6,15 +6,12 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// The series' ranking (patches/release-22.x 0003 and 0006:
-// utils::getOffloadEntryRank, which the plugins' loop of 0004 sorts by) for a
-// tool that runs without a plugin: the same rules, in the same order, read
-// the same fields of the entry (its ImageKind, "arch" and
-// "variant_priority") and the device's target. kdl-select passes the target
-// the user names (an AMDGPU target ID with its modes, as the rank is
-// defined); the backport's plugins pass their compute unit kind, which for
-// AMDGPU names the processor alone. tests/offload/test_select.py checks that
-// the fits follow the patch's enum.
+// Series v5's ranking (release-22.x 0003 and 0006 at the git tag
+// offload-ranked-selection-v5: utils::getOffloadEntryRank) for a tool that
+// runs without a plugin. A stand-in: the applied series (v6) ranks with
+// llvm/Object/OffloadTargetRank.cpp, which kdl-select does not build yet.
+// It reads the fields v5 read (the entry's ImageKind, "arch" and
+// "variant_priority") and the target the user names.
 //
 //===----------------------------------------------------------------------===//
 
