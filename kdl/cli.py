@@ -52,6 +52,14 @@ def _series_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--series", type=Path, metavar="FILE", help="patches/series")
 
 
+def _proposals_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--proposals",
+        action="store_true",
+        help="with patches/proposals on top (variant_priority, #gpu.runtime_select)",
+    )
+
+
 def _global_flags(p: argparse.ArgumentParser, default: object) -> None:
     """-v, -q and --dry-run, which every command honours."""
     p.add_argument(
@@ -125,6 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
         "apply the series to an llvm-project checkout",
     )
     _series_args(p)
+    _proposals_arg(p)
     p.add_argument("--branch", metavar="NAME", help="branch to create (kdl/<series>)")
     p.add_argument("--base", metavar="REV", help="revision to branch from (HEAD)")
     p.add_argument(
@@ -140,6 +149,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add("check", "series.commands:cmd_check", "report how each patch would apply")
     _series_args(p)
+    _proposals_arg(p)
     p.add_argument("--base", metavar="REV", help="revision to check against (HEAD)")
 
     p = add("status", "series.commands:cmd_status", "which patches are on the branch")

@@ -32,7 +32,7 @@ from kdl.series.checkout import Checkout
 from kdl.series.diagnose import explain, made_against
 from kdl.series.gitstate import Interrupted, last_line
 from kdl.series.match import Match, PatchInfo, classify, diff_files, failed_paths
-from kdl.series.model import FileBase, Series
+from kdl.series.model import PROPOSALS, FileBase, Series
 from kdl.series.undo import Start, Undo, apply_lock, deferred_sigint
 
 #: ``git am`` with every setting that could change the commits pinned.
@@ -91,7 +91,9 @@ def apply_series(
         recover_interrupted(co)
         if recover_only:
             return 0
-        plan = _plan(co, series, branch or f"kdl/{series.name}", base)
+        # The proposals go on the stack's branch.
+        stack = series.name.removesuffix(PROPOSALS)
+        plan = _plan(co, series, branch or f"kdl/{stack}", base)
         print(
             f"applying {len(plan.infos)} patches of '{series.name}' to "
             f"{plan.branch}, base {plan.base_label}"
@@ -100,6 +102,10 @@ def apply_series(
             _print_plan(co, plan)
             return 0
         applied, in_base = _execute(co, plan, series, keep_conflicts)
+        meta = co.meta(plan.branch)
+        if meta is not None and meta.series != series.name:
+            # The stack's branch now carries the proposals too, or no longer.
+            co.run("config", "--local", f"branch.{plan.branch}.kdlSeries", series.name)
         already = len(plan.infos) - len(plan.pending)
         start = plan.start
         moved = "" if start.branch == plan.branch else f"; switched from {start.label}"

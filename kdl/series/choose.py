@@ -22,6 +22,7 @@ it a checkout.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import sys
@@ -31,7 +32,7 @@ from pathlib import Path
 from kdl import paths
 from kdl.errors import UsageError, WorkspaceError
 from kdl.series.checkout import LLVM_MARKERS, Checkout
-from kdl.series.model import Header, read_header
+from kdl.series.model import PROPOSALS, Header, read_header
 
 #: Where the version is set, newest layout first.
 VERSION_FILES = ("cmake/Modules/LLVMVersion.cmake", "llvm/CMakeLists.txt")
@@ -91,10 +92,13 @@ class Choice:
     #: The checkout's version (None where it has no version file).
     version: str | None
     why: str
+    #: The proposals go on top (``--proposals``, or the branch carries them).
+    proposals: bool = False
 
     def line(self) -> str:
         made = f", made for LLVM {self.header.llvm}" if self.header.llvm else ""
-        return f"series: {shown(self.file)} ({self.header.name}{made}): {self.why}"
+        top = f" + {shown(paths.PROPOSALS_SERIES)}" if self.proposals else ""
+        return f"series: {shown(self.file)}{top} ({self.header.name}{made}): {self.why}"
 
 
 def not_a_checkout(llvm: Path) -> WorkspaceError | None:
@@ -131,6 +135,7 @@ def choose(
     *,
     check_version: bool = False,
     patches: Path | None = None,
+    proposals: bool = False,
 ) -> Choice:
     """The series for the checkout at *llvm* (see the module's docstring).
 
@@ -149,6 +154,8 @@ def choose(
     carried = carried_by_branch(llvm) if choice is None else None
     if carried is not None:
         branch, name = carried
+        if name.endswith(PROPOSALS):
+            name, proposals = name[: -len(PROPOSALS)], True
         match = [h for h in found if h.name == name]
         if not match:
             raise UsageError(
@@ -157,6 +164,7 @@ def choose(
             )
         choice = Choice(match[0].path, match[0], version, f"{branch} carries it")
     if choice is not None:
+        choice = dataclasses.replace(choice, proposals=proposals)
         header = choice.header
         mismatch = bool(version and header.llvm and major_of(version) != header.llvm)
         if check_version and version and mismatch:
@@ -186,7 +194,8 @@ def choose(
             f"{llvm} is LLVM {version} and several series say 'llvm: {major}' "
             f"({', '.join(shown(h.path) for h in match)}); pass --series FILE"
         )
-    return Choice(match[0].path, match[0], version, f"the checkout is LLVM {version}")
+    why = f"the checkout is LLVM {version}"
+    return Choice(match[0].path, match[0], version, why, proposals)
 
 
 def announce(choice: Choice, *, to_stderr: bool = False) -> None:

@@ -20,10 +20,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from kdl import proc
-from kdl.errors import GitError
+from kdl import paths, proc
+from kdl.errors import GitError, UsageError
 from kdl.series.checkout import Checkout
-from kdl.series.choose import announce, choose
+from kdl.series.choose import Choice, announce, choose, shown
 from kdl.series.diagnose import made_against
 from kdl.series.match import (
     BranchMeta,
@@ -32,7 +32,7 @@ from kdl.series.match import (
     PatchInfo,
     classify,
 )
-from kdl.series.model import Series, load, normalize_subject
+from kdl.series.model import Series, load, normalize_subject, with_proposals
 
 _STATE_NOTE = {
     "applied": "",
@@ -42,20 +42,40 @@ _STATE_NOTE = {
 }
 
 
-def chosen_file(
+def chosen(
     args: argparse.Namespace, *, check_version: bool = False, json: bool = False
-) -> Path:
-    """The series file for ``args.llvm`` (announced in one line: on stderr
-    where stdout is a JSON document)."""
+) -> Choice:
+    """The series for ``args.llvm`` (announced in one line: on stderr where
+    stdout is a JSON document)."""
     choice = choose(
-        args.llvm, getattr(args, "series", None), check_version=check_version
+        args.llvm,
+        getattr(args, "series", None),
+        check_version=check_version,
+        proposals=bool(getattr(args, "proposals", False)),
     )
     announce(choice, to_stderr=json)
+    return choice
+
+
+def chosen_file(args: argparse.Namespace, *, what: str) -> Path:
+    """The series file for ``args.llvm``; *what* (export, pr) works on one
+    series file, so a branch with the proposals on top is refused."""
+    choice = chosen(args)
+    if choice.proposals:
+        raise UsageError(
+            f"{what} works on one series: the branch carries the proposals on "
+            f"top of {shown(choice.file)}; pass --series with one of them "
+            f"({shown(paths.PROPOSALS_SERIES)} or {shown(choice.file)})"
+        )
     return choice.file
 
 
 def _series(args: argparse.Namespace, **kwargs: bool) -> Series:
-    return load(chosen_file(args, **kwargs))
+    choice = chosen(args, **kwargs)
+    series = load(choice.file)
+    if choice.proposals:
+        series = with_proposals(series, load(paths.PROPOSALS_SERIES))
+    return series
 
 
 def cmd_apply(args: argparse.Namespace) -> int:
@@ -263,4 +283,6 @@ def cmd_revert(args: argparse.Namespace) -> int:
 def cmd_export(args: argparse.Namespace) -> int:
     from kdl.series.export import export_series
 
-    return export_series(args.llvm, chosen_file(args), getattr(args, "message", None))
+    return export_series(
+        args.llvm, chosen_file(args, what="export"), getattr(args, "message", None)
+    )

@@ -24,6 +24,7 @@ without it (llvm-test-suite's) is never chosen by a checkout's version.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
 from email.parser import BytesHeaderParser
@@ -184,6 +185,20 @@ class Series:
                 if f.path == path:
                     return f.commit
         return None
+
+
+#: The name of a series with the proposals on top (``kdl apply --proposals``).
+PROPOSALS = "+proposals"
+
+
+def with_proposals(stack: Series, proposals: Series) -> Series:
+    """*stack* with the patches of *proposals* after its own, as one series
+    named ``STACK+proposals`` (what a branch made with them records)."""
+    return dataclasses.replace(
+        stack,
+        name=stack.name + PROPOSALS,
+        patches=[*stack.patches, *proposals.patches],
+    )
 
 
 def load(series_file: Path | None = None) -> Series:

@@ -348,7 +348,7 @@ def run_pr(
 def cmd_pr(args: argparse.Namespace) -> int:
     return run_pr(
         args.llvm,
-        chosen_file(args),
+        chosen_file(args, what="pr"),
         login=args.login,
         topic=args.topic,
         remote=args.remote,
