@@ -58,6 +58,9 @@ class _Plan:
     base_ref: str | None
     infos: list[PatchInfo]
     matches: list[Match]  # the branch's commits, when it exists
+    #: The series the existing branch records (kdl apply --proposals on the
+    #: stack's branch changes it).
+    recorded: str | None = None
 
     @property
     def done(self) -> dict[str, Match]:
@@ -102,10 +105,6 @@ def apply_series(
             _print_plan(co, plan)
             return 0
         applied, in_base = _execute(co, plan, series, keep_conflicts)
-        meta = co.meta(plan.branch)
-        if meta is not None and meta.series != series.name:
-            # The stack's branch now carries the proposals too, or no longer.
-            co.run("config", "--local", f"branch.{plan.branch}.kdlSeries", series.name)
         already = len(plan.infos) - len(plan.pending)
         start = plan.start
         moved = "" if start.branch == plan.branch else f"; switched from {start.label}"
@@ -148,8 +147,11 @@ def _plan(co: Checkout, series: Series, branch: str, base: str | None) -> _Plan:
     infos = co.patch_infos(series)
     exists = co.branch_exists(branch)
     start = Start(co.current_branch(), co.head(), co.rev(branch) if exists else None)
+    recorded = None
     if exists:
-        base_sha, base_ref, matches = _existing_branch(co, branch, base, infos)
+        base_sha, base_ref, matches, recorded = _existing_branch(
+            co, branch, base, infos
+        )
     else:
         base_sha = co.rev(base or "HEAD")
         ref = co.attempt("rev-parse", "--abbrev-ref", base or "HEAD")[1].strip()
@@ -161,7 +163,7 @@ def _plan(co: Checkout, series: Series, branch: str, base: str | None) -> _Plan:
                 "not an llvm-project revision the series can apply to"
             )
         matches = []
-    plan = _Plan(branch, start, base_sha, base_ref, infos, matches)
+    plan = _Plan(branch, start, base_sha, base_ref, infos, matches, recorded)
     _refuse_out_of_order(infos, plan.done, plan.pending)
     in_the_way = co.untracked_in_the_way([f for i in plan.pending for f in i.creates])
     if in_the_way:
@@ -295,6 +297,9 @@ def _execute(
         info, found, _ = conflict
         left = len(plan.pending) - applied - in_base - 1
         raise GitError(_kept_message(co, run, info, found, left))
+    if not run.created and plan.recorded != series.name:
+        # The stack's branch now carries the proposals too, or no longer.
+        co.run("config", "--local", f"branch.{plan.branch}.kdlSeries", series.name)
     run.forget()
     return applied, in_base
 
@@ -325,7 +330,7 @@ def _print_plan(co: Checkout, plan: _Plan) -> None:
 
 def _existing_branch(
     co: Checkout, branch: str, base: str | None, infos: list[PatchInfo]
-) -> tuple[str, str | None, list[Match]]:
+) -> tuple[str, str | None, list[Match], str]:
     meta = co.meta(branch)
     if meta is None:
         raise GitError(
@@ -346,7 +351,7 @@ def _existing_branch(
             f"{co.root}: {branch} has commits that are not the series' ({listed}); "
             "pick another name with --branch"
         )
-    return base_sha, meta.base_ref, matches
+    return base_sha, meta.base_ref, matches, meta.series
 
 
 def _refuse_out_of_order(
