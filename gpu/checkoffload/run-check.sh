@@ -3,7 +3,8 @@
 # check-offload nvptx64 suites (nvptx64-nvidia-cuda, nvptx64-nvidia-cuda-LTO)
 # for each variant (base, series) with the clang-22 toolchain from Debian .debs.
 # Carry .carry-nv (tc.tar.xz: pruned toolchain; bld.tar.xz: built runtimes +
-# test sources at their /work/main paths; cfg/: lit.site.cfg from mkcfg.sh).
+# test sources at the workspace paths of the machine that packed them, in
+# .carry-nv/root; cfg/: lit.site.cfg from mkcfg.sh).
 set -uo pipefail
 R=$(cd "$(dirname "$0")/.." && pwd)
 C=$R/.carry-nv
@@ -12,12 +13,13 @@ VARIANTS=${2:-base series}
 MAXTIME=${3:-240}
 OUT=${OUT:?}
 N=/tmp/nv
+ROOT=$(cat "$C/root")
 untar() { python3 -c 'import sys,tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' "$1" "$2"; }
 if [ ! -e $N/tc.done ]; then
   mkdir -p $N/tc && untar "$C/tc.tar.xz" $N/tc && touch $N/tc.done || exit 3
 fi
 if [ ! -e $N/bld.done ]; then
-  mkdir -p /work/main && untar "$C/bld.tar.xz" /work/main && touch $N/bld.done || exit 3
+  mkdir -p "$ROOT" && untar "$C/bld.tar.xz" "$ROOT" && touch $N/bld.done || exit 3
 fi
 for p in /usr/lib/llvm-22 /usr/bin/clang-22 /usr/bin/clang++-22; do
   [ -e $p ] && [ ! -L $p ] && { echo "$p exists on the device, not replaced"; ls -la $p; }
@@ -47,7 +49,7 @@ J=${J:-16}; TAG=${TAG:-}
   echo "== cuda"; ls -la /usr/local/cuda; /usr/local/cuda/bin/ptxas --version | tail -1
   echo "== os"; . /etc/os-release; echo "$PRETTY_NAME"; ld --version | head -1; gcc --version 2>/dev/null | head -1
   echo "== clang"; /usr/bin/clang-22 --version | head -1
-  echo "== llvm-offload-device-info (base)"; /work/main/build/real-22/base/offload/llvm-offload-device-info 2>&1 | head -20
+  echo "== llvm-offload-device-info (base)"; "$ROOT"/build/real-22/base/offload/llvm-offload-device-info 2>&1 | head -20
 } >"$OUT/device.txt" 2>&1
 cat "$OUT/device.txt"
 for v in $VARIANTS; do

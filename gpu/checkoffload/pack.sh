@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
-# pack.sh: build /work/main/.carry-nv (ignored via .git/info/exclude: /.carry-nv/)
-# for the device runs. Exactly what was run here on 2026-11-26 (in steps).
+# pack.sh: build ROOT/.carry-nv (ignored via .git/info/exclude: /.carry-nv/)
+# for the device runs of run-check.sh: upstream's check-offload nvptx64 suites
+# with the 22.1.8 tree's standalone builds, base and series, that the
+# real-tree stage (kdl all) left in ROOT/build/real-22. ROOT is this
+# workspace; the device unpacks the builds at the same path (their lit
+# configurations and RUNPATHs name it).
 set -euo pipefail
-M=/work/main; C=$M/.carry-nv; W=/tmp/exp
+M=$(cd "$(dirname "$0")/../.." && pwd); C=$M/.carry-nv; W=/tmp/exp
 mkdir -p $C/bin $C/cfg $W/debs
 grep -qx '/.carry-nv/' $M/.git/info/exclude || echo '/.carry-nv/' >>$M/.git/info/exclude
 # 1. toolchain: Debian bookworm 1:22.1.8-1~deb12u1 packages, pruned to what the
@@ -20,7 +24,7 @@ cp -a full/usr/lib/x86_64-linux-gnu/{libLLVM.so.22.1,libclang-cpp.so.22.1,libz3.
 # llvm-22 tools (not in the .debs above; same Debian build, installed here):
 # clang runs llvm-offload-binary; tests run opt; sanitizer tests want llvm-symbolizer.
 (cd /usr/lib/llvm-22/bin && cp -L llvm-offload-binary opt llvm-link llvm-profdata llvm-nm llvm-objdump llvm-ar llvm-symbolizer $C/bin/)
-# 2. built runtimes (no object files) + test sources at their /work/main paths.
+# 2. built runtimes (no object files) + test sources at their ROOT paths.
 S=$W/bld; rm -rf $S; cd $M
 for v in base series; do B=build/real-22/$v
   mkdir -p $S/$B/offload $S/$B/omp/runtime/src $S/$B/devrtl-nvptx64-nvidia-cuda/lib
@@ -36,5 +40,6 @@ done
 H=$(dirname "$0"); rm -rf /tmp/nvt
 $H/mkcfg.sh base $M/build/real-22/base-src /tmp/nvt
 $H/mkcfg.sh series $M/.work/trees/22 /tmp/nvt
+echo "$M" >$C/root
 cp -a /tmp/nvt/. $C/cfg/
 cp $H/run-check.sh $H/rerun.sh $H/failing.re $H/mkcfg.sh $C/

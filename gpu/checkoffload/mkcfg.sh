@@ -8,7 +8,7 @@
 # so the device linker gets its folder with -Xoffload-linker -L.
 set -euo pipefail
 V=$1 SRC=$2 OBJ=$3 ARCH=${4:-sm_90}
-B=/work/main/build/real-22/$V
+B=$(cd "$(dirname "$0")/../.." && pwd)/build/real-22/$V
 IN=$B/offload/test/x86_64-unknown-linux-gnu/lit.site.cfg
 for T in nvptx64-nvidia-cuda nvptx64-nvidia-cuda-LTO; do
   D=$OBJ/$V/$T
