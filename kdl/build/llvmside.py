@@ -115,5 +115,5 @@ def build_llvm_side(
             (bin_dir / alias).unlink(missing_ok=True)
             (bin_dir / alias).symlink_to(tool.stem)
         side.bin_dir = bin_dir
-    log.info("LLVM side of the series: %s; tests %s", sources, tests)
+    log.debug("LLVM side of the series: %s; tests %s", sources, tests)
     return side

@@ -176,7 +176,10 @@ def series_headers(llvm: Path, where: Path, *, keep: bool = False) -> Path | Non
     # time stamps, so ninja rebuilds nothing.
     sync_files({Path(n).relative_to("llvm/include"): llvm / n for n in names}, where)
     if names:
-        log.info("offload compiles against the series' LLVM headers: %s", names)
+        log.info(
+            "  offload compiles against the series' LLVM headers: %s",
+            ", ".join(str(Path(n).relative_to("llvm/include")) for n in names),
+        )
     return where
 
 
