@@ -29,7 +29,7 @@ from kdl.rfc.template import Figure, Quote, evaluate, read_sidecar
 #: Prose words (outside code and tables) each post may have; others get
 #: DEFAULT_WORDS. The RFC is read to the end; the vocabulary post is shorter.
 WORDS = {
-    "ranked-selection": (800, 1500),
+    "ranked-selection": (500, 900),
     "metadata-vocabulary": (250, 600),
     "runtime-select": (250, 600),
 }

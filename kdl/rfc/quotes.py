@@ -107,8 +107,14 @@ def quote_run(path: Path, selector: str) -> str:
     return "\n".join(code("\n".join(blocks), "sh")) + "\n"
 
 
+def quote_text(path: Path, selector: str) -> str:
+    """``FILE#text``: a text file as it is (a tool's output), in a code fence."""
+    return "\n".join(code(path.read_text())) + "\n"
+
+
 QUOTE_RENDERERS: dict[str, Callable[[Path, str], str]] = {
     "table": quote_table,
+    "text": quote_text,
     "": quote_json_text,
     "run": quote_run,
 }

@@ -134,7 +134,11 @@ def test_the_rfc_cites_the_upstream_work_it_builds_on(tmp_path: Path) -> None:
     assert "main's plugin sources are not packaged" in text
     assert "AMD GPUs were not run" in text
     assert "cannot resolve a difference of a few microseconds" in text
-    assert "It is. #186088 brings the loop" in text
+    # First person, one question first, what was not run said plainly.
+    assert "I'd like the offload owners' answer to one question" in text
+    assert text.index("## What I did not run") < text.index("## Questions")
+    assert "Main's plugins and #186088's own loop." in text
+    assert text.count("\n| ") - text.count("\n|---") <= 6  # one table
     assert "kdl" not in text.lower()
 
 
