@@ -103,9 +103,14 @@ def run_fuzz(seconds: int) -> bool:
     lit_root = paths.BUILD / "llvm-tests"
     count, fixed = seed_corpus(FUZZ_DIR / "corpus", lit_root)
     if count == 0:
-        raise WorkspaceError(
-            f"{lit_root}: no seeds (run the lit suite first: kdl test)"
-        )
+        # The seeds are what the lit suite packs: run it first.
+        from kdl.build.lit import run_lit
+
+        print(f"fuzz: no seeds under {lit_root}: running the lit suite first")
+        run_lit(overlay=overlay)
+        count, fixed = seed_corpus(FUZZ_DIR / "corpus", lit_root)
+    if count == 0:
+        raise WorkspaceError(f"{lit_root}: the lit suite packed no seeds")
     log.info(
         "fuzz: %d seeds from %s, %d from %s, %d s",
         count,
