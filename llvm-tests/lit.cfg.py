@@ -174,6 +174,12 @@ config.substitutions.append(
         shlex.quote(param("mlir_series_src", os.path.join(kdl_build_dir, "src"))),
     )
 )
+# Which #gpu.runtime_select the MLIR tools carry: the proposal's, built
+# against main's MLIR (mlir-main), or series v2's against MLIR 22 (mlir-22).
+# A test of the other one is unsupported, not failed.
+config.available_features.add(
+    "mlir-main" if lit_config.params.get("mlir_series_src") else "mlir-22"
+)
 config.substitutions.append(("%kdl-select", kdl_select_cmd))
 
 required = [
