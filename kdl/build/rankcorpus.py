@@ -173,3 +173,78 @@ def _products() -> Iterator[tuple[str, str, str, str, str]]:
 
 def text() -> str:
     return "".join("\t".join(p) + "\n" for p in pairs())
+
+
+#: The containers of the series' loop test (offload/unittests/Plugins/
+#: OffloadBinarySelection.cpp, the host plugin: device target generic-64bit,
+#: every entry an x86-64 object the plugin accepts) and of the H200 runs
+#: (results/gpu/real-runtimes-v6/, the entries the CUDA plugin accepts on
+#: sm_90), with the order the loop tries them in: (case, device triple,
+#: device target, entries as (triple, arch, kind), expected order).
+HOST = "x86_64-unknown-linux-gnu"
+LOOP_CASES: tuple[tuple[str, str, str, tuple[tuple[str, str, str], ...], str], ...] = (
+    (
+        "DeviceTargetBeatsEarlierEntries",
+        HOST,
+        "generic-64bit",
+        ((HOST, "x86-64", "o"), (HOST, "generic", "o"), (HOST, "generic-64bit", "o")),
+        "2 1 0",
+    ),
+    (
+        "CompatibleCodeBeatsCodeOfAnotherTarget",
+        HOST,
+        "generic-64bit",
+        ((HOST, "x86-64", "o"), (HOST, "generic", "o")),
+        "1 0",
+    ),
+    (
+        "EqualRanksKeepContainerOrder",
+        HOST,
+        "generic-64bit",
+        ((HOST, "generic-64bit", "o"), (HOST, "generic-64bit", "o")),
+        "0 1",
+    ),
+    (
+        "FailedCandidateFallsBackToTheNext",
+        HOST,
+        "generic-64bit",
+        ((HOST, "x86-64", "o"), (HOST, "generic-64bit", "o")),
+        "1 0",
+    ),
+    (
+        "FirstCompatibleEntryIsLoaded",
+        HOST,
+        "generic-64bit",
+        ((HOST, "x86-64", "o"),) * 3,
+        "0 1 2",
+    ),
+    (
+        "H200 v1-90-90a.bin",
+        NVPTX,
+        "sm_90",
+        ((NVPTX, "sm_90", "cubin"), (NVPTX, "sm_90a", "cubin")),
+        "1 0",
+    ),
+    (
+        "H200 v1-ptx90-90.bin",
+        NVPTX,
+        "sm_90",
+        ((NVPTX, "sm_90", "s"), (NVPTX, "sm_90", "cubin")),
+        "1 0",
+    ),
+    (
+        "H200 v1-ptx-bad90.bin (PTX claiming sm_90 the driver refuses, tried first)",
+        NVPTX,
+        "sm_90",
+        ((NVPTX, "sm_80", "s"), (NVPTX, "sm_90", "s")),
+        "1 0",
+    ),
+)
+
+
+def loop_text() -> str:
+    """The loop cases as ``tools/rank/LoopChoice.cpp`` reads them."""
+    return "".join(
+        "\t".join([device, target, *(",".join(e) for e in entries)]) + "\n"
+        for _, device, target, entries, _ in LOOP_CASES
+    )

@@ -73,3 +73,35 @@ def test_the_series_patches_are_authored_and_short() -> None:
             n, total = series.patches.index(patch) + 1, len(series.patches)
             head = patch.path.read_text().split("\n\n", 1)[0]
             assert re.search(rf"^Subject: \[PATCH 0?{n}/{total}\]", head, re.M)
+
+
+def test_the_loop_cases_are_the_tests_containers_as_loopchoice_reads_them() -> None:
+    lines = rankcorpus.loop_text().splitlines()
+    assert len(lines) == len(rankcorpus.LOOP_CASES) >= 8
+    names = {c[0] for c in rankcorpus.LOOP_CASES}
+    # Every rank-dependent test of OffloadBinarySelection.cpp is among them.
+    assert {
+        "DeviceTargetBeatsEarlierEntries",
+        "CompatibleCodeBeatsCodeOfAnotherTarget",
+        "EqualRanksKeepContainerOrder",
+        "FailedCandidateFallsBackToTheNext",
+    } <= names
+    device, target, *entries = lines[0].split("\t")
+    assert (device, target) == (rankcorpus.HOST, "generic-64bit")
+    assert entries[0] == f"{rankcorpus.HOST},x86-64,o"
+    assert all(len(e.split(",")) == 3 for e in entries)
+
+
+def test_a_loop_order_other_than_the_tests_fails() -> None:
+    expected = [c[4] for c in rankcorpus.LOOP_CASES]
+    ok = rank.judge_orders("main", expected)
+    assert (ok.passed, ok.failed) == (len(expected), 0)
+    wrong = ["0 1 2", *expected[1:]]
+    bad = rank.judge_orders("22.1.8", wrong)
+    assert (bad.passed, bad.failed) == (len(expected) - 1, 1)
+    assert bad.problems == [
+        "DeviceTargetBeatsEarlierEntries on 22.1.8: the loop would try 0 1 2, "
+        "the test expects 2 1 0"
+    ]
+    short = rank.judge_orders("main", expected[:-1])
+    assert short.failed == 1
