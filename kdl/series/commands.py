@@ -248,13 +248,15 @@ def revert_series(llvm: Path, series: Series, force: bool = False) -> int:
                 f"{m.commit.sha[:12]} {m.commit.subject}" for m in keep[:3]
             )
             if any(not m.ours for m in keep):
-                why = "commits that are not the series'"
-                export = "adds them to the series"
-            else:
-                why, export = "edits not exported", "writes them to patches/"
+                raise GitError(
+                    f"{branch} has commits that are not the series' ({listed}): "
+                    "work of yours on it goes to patches/ with 'kdl export'; "
+                    "commits of another series or an earlier version of this "
+                    "one go with 'kdl revert --force'"
+                )
             raise GitError(
-                f"{branch} has {why} ({listed}); 'kdl export' {export}, "
-                "'kdl revert --force' drops them"
+                f"{branch} has edits not exported ({listed}); 'kdl export' "
+                "writes them to patches/, 'kdl revert --force' drops them"
             )
         if proc.DRY_RUN:
             print(f"would run: git reset --keep {base} (in {co.root}, on {branch})")
