@@ -56,6 +56,13 @@ class RankRun:
     problems: list[str] = field(default_factory=list)
     lines: list[str] = field(default_factory=list)
 
+    def add(self, one: RankRun, line: str) -> None:
+        """Count *one*'s checks here, with its summary *line*."""
+        self.passed += one.passed
+        self.failed += one.failed
+        self.problems += one.problems
+        self.lines.append(line)
+
 
 def llvm_files(series: Series, under: str, suffix: str) -> list[str]:
     """The files under *under* ending in *suffix* the series touches."""
@@ -93,7 +100,6 @@ def build(
     programs = {
         "test": src / RANK_TEST,
         "diff": TOOLS / "RankDiff.cpp",
-        "loop": TOOLS / "LoopChoice.cpp",
     }
     if bench:
         programs["bench"] = TOOLS / "OffloadTargetRankBench.cpp"
@@ -110,9 +116,9 @@ def build(
     return out
 
 
-def answers(tc: Toolchain, binary: Path, corpus: bytes) -> list[str]:
+def answers(tc: Toolchain, binary: Path, corpus: bytes, *args: str) -> list[str]:
     """What the rank built by *tc* answers for each line of *corpus*."""
-    done = tc.run([tc.path(binary)], input=corpus)
+    done = tc.run([tc.path(binary), *args], input=corpus)
     return done.stdout.decode().splitlines()
 
 
@@ -188,23 +194,20 @@ def run(main: Tree, tree22: Tree, *, bench: bool = False) -> RankRun:
         states = tc.gtest(binaries["test"])
         runs[key] = states
         one = judge_states(key, states)
-        result.passed += one.passed
-        result.failed += one.failed
-        result.problems += one.problems
-        result.lines.append(
-            f"rank unit test, {key + ':':8} {one.passed} passed, {one.failed} failed"
+        result.add(
+            one,
+            f"rank unit test, {key + ':':8} {one.passed} passed, {one.failed} failed",
         )
         outputs[key] = answers(tc, binaries["diff"], corpus.read_bytes())
-        orders = answers(tc, binaries["loop"], rankcorpus.loop_text().encode())
+        loop = rankcorpus.loop_text().encode()
+        orders = answers(tc, binaries["diff"], loop, "--loop")
         names = [c[0] for c in rankcorpus.LOOP_CASES]
         loop_runs[key] = dict(zip(names, orders, strict=False))
         one = judge_orders(key, orders)
-        result.passed += one.passed
-        result.failed += one.failed
-        result.problems += one.problems
-        result.lines.append(
+        result.add(
+            one,
             f"rank in the loop's order, {key + ':':8} {one.passed} of "
-            f"{len(rankcorpus.LOOP_CASES)} containers as the tests expect"
+            f"{len(rankcorpus.LOOP_CASES)} containers as the tests expect",
         )
         if "bench" in binaries:
             doc["bench"] = bench_ratios(tc, binaries["bench"])
@@ -245,8 +248,8 @@ def run(main: Tree, tree22: Tree, *, bench: bool = False) -> RankRun:
             "difference_count": len(differ),
             "unit_tests": runs,
             "loop_orders": {
-                "tool": "tools/rank/LoopChoice.cpp: the loop's two steps (rank "
-                "each accepted entry, a stable sort) over the rank",
+                "tool": "tools/rank/RankDiff.cpp --loop: the loop's two steps "
+                "(rank each accepted entry, a stable sort) over the rank",
                 "expected": {c[0]: c[4] for c in rankcorpus.LOOP_CASES},
                 "runs": loop_runs,
             },

@@ -243,7 +243,7 @@ LOOP_CASES: tuple[tuple[str, str, str, tuple[tuple[str, str, str], ...], str], .
 
 
 def loop_text() -> str:
-    """The loop cases as ``tools/rank/LoopChoice.cpp`` reads them."""
+    """The loop cases as ``tools/rank/RankDiff.cpp --loop`` reads them."""
     return "".join(
         "\t".join([device, target, *(",".join(e) for e in entries)]) + "\n"
         for _, device, target, entries, _ in LOOP_CASES
