@@ -120,6 +120,17 @@ def test_a_journal_of_another_format_is_refused(tmp_path: Path) -> None:
 
 
 def test_a_git_stopped_by_ctrl_c_is_interrupted(llvm: Path) -> None:
+    # A run started in the background of a non-interactive shell inherits
+    # SIGINT ignored, and so would git's shell; a handler here is reset to
+    # the default in the children.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        _stopped_by_ctrl_c(llvm)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _stopped_by_ctrl_c(llvm: Path) -> None:
     with Checkout(llvm) as co, pytest.raises(Interrupted) as caught:
         co.run("-c", "alias.stop=!kill -INT $$", "stop")
     assert caught.value.exit_code == 130
