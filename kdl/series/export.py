@@ -20,6 +20,7 @@ added to ``CHANGELOG.md`` beside patches/series, and ``version:`` goes up.
 from __future__ import annotations
 
 import datetime
+import hashlib
 import os
 import re
 import tempfile
@@ -120,7 +121,7 @@ def export_series(llvm: Path, series_file: Path, message: str | None = None) -> 
         contents = [data for _, data in generated]
         at_base = _tracked_at(co, base, contents)
         new_text = _render(series, names, contents, base, at_base)
-        bump = _changes(series, before, names, contents)
+        bump = _changes(series, before, matches, contents)
         version = None
         if bump and series.patches:
             version = _new_version(
@@ -139,21 +140,49 @@ class _Version:
     changelog: str
 
 
+_COUNT = re.compile(rb"^(Subject: \[[^\]]*?)\d+/\d+\]", re.MULTILINE)
+
+
 def _changes(
-    series: Series, before: dict[Path, bytes], names: list[str], contents: list[bytes]
+    series: Series,
+    before: dict[Path, bytes],
+    matches: list[Match],
+    contents: list[bytes],
 ) -> str:
-    """What an export changes in the patches, in words; "" when nothing."""
-    old = {p.name: before[p.path] for p in series.patches}
+    """What an export changes in the patches, in words (old numbers); ""
+    when nothing. Only moving a patch (its [PATCH n/m]) is no change."""
+
+    def same(old: bytes, new: bytes) -> bool:
+        return _COUNT.sub(rb"\1", old, count=1) == _COUNT.sub(rb"\1", new, count=1)
+
+    kept = {m.patch.patch.path for m in matches if m.patch is not None}
     changed = [
-        n for n, c in zip(names, contents, strict=True) if n in old and old[n] != c
+        m.patch.patch.path.name
+        for m, c in zip(matches, contents, strict=True)
+        if m.patch is not None and not same(before[m.patch.patch.path], c)
     ]
-    added = [n for n in names if n not in old]
-    removed = [n for n in old if n not in names]
+    added = [m.commit.subject for m in matches if m.patch is None]
+    removed = [p.name for p in series.patches if p.path not in kept]
+    moved = [
+        p.name
+        for i, p in enumerate(series.patches)
+        if p.path in kept and _position(matches, p.path) != i
+    ]
     parts = []
-    for what, items in (("changed", changed), ("added", added), ("removed", removed)):
+    for what, items in (("changed", changed), ("removed", removed)):
         if items:
             parts.append(f"{what} {', '.join(n[:4] for n in items)}")
+    if added:
+        parts.append(f"added {'; '.join(repr(s) for s in added)}")
+    if moved and not parts:
+        parts.append(f"renumbered {', '.join(n[:4] for n in moved)}")
     return "; ".join(parts)
+
+
+def _position(matches: list[Match], path: Path) -> int:
+    return next(
+        i for i, m in enumerate(matches) if m.patch and m.patch.patch.path == path
+    )
 
 
 def _new_version(
@@ -216,26 +245,61 @@ def _set_version(text: str, number: int) -> str:
 
 
 def _keep_version(series: Series, before: dict[Path, bytes], version: _Version) -> None:
-    """versions/v<N-1>/ (the old files), v<N>.range-diff, and the changelog."""
+    """The old version as a git tag of the commit that holds it (as b4 keeps
+    a sent version), v<N>.range-diff beside the series, and the changelog.
+    Outside a git repository, the old files are copied to versions/v<N-1>/."""
     out_dir = series.path.parent
-    kept = out_dir / "versions" / f"v{version.number - 1}"
+    old = version.number - 1
+    tag = f"{series.name}-v{old}"
     changelog = out_dir / "CHANGELOG.md"
-    if kept.exists():
+    checkout = Checkout.find(out_dir)
+    kept = f"the git tag {tag}" if checkout else str(out_dir / "versions" / f"v{old}")
+    if checkout is not None:
+        with checkout:
+            _tag_version(checkout, tag, before)
+    elif (out_dir / "versions" / f"v{old}").exists():
         raise WorkspaceError(f"{kept} exists already: the series version is stale")
+    range_diff = out_dir / "versions" / f"v{version.number}.range-diff"
     if proc.DRY_RUN:
-        print(f"would keep v{version.number - 1} in {kept}")
-        print(f"would write {kept.parent / f'v{version.number}.range-diff'}")
+        print(f"would keep v{old} as {kept}")
+        print(f"would write {range_diff}")
         print(f"would add to {changelog}: {version.changelog}")
         return
-    kept.mkdir(parents=True)
-    for path in (*(p.path for p in series.patches), series.path):
-        (kept / path.name).write_bytes(before[path])
-    (kept.parent / f"v{version.number}.range-diff").write_text(version.range_diff)
+    if checkout is None:
+        copy = out_dir / "versions" / f"v{old}"
+        copy.mkdir(parents=True)
+        for path in (*(p.path for p in series.patches), series.path):
+            (copy / path.name).write_bytes(before[path])
+    range_diff.parent.mkdir(exist_ok=True)
+    range_diff.write_text(version.range_diff)
     head = f"# Changes to the {series.name} series\n\n"
-    old = changelog.read_text() if changelog.is_file() else head
-    body = old.removeprefix(head)
+    text = changelog.read_text() if changelog.is_file() else head
+    body = text.removeprefix(head)
     changelog.write_text(head + version.changelog + "\n" + body)
-    print(f"  v{version.number}: v{version.number - 1} kept in {kept}")
+    print(f"  v{version.number}: v{old} kept as {kept}")
+
+
+def _tag_version(co: Checkout, tag: str, before: dict[Path, bytes]) -> None:
+    """Tag the commit that holds *before* (the series as it is) as *tag*;
+    an existing tag must hold the same files."""
+    rel = {p: p.resolve().relative_to(co.root.resolve()).as_posix() for p in before}
+    status, _, _ = co.attempt("rev-parse", "--verify", "--quiet", f"{tag}^{{commit}}")
+    rev = tag if status == 0 else "HEAD"
+    for path, data in before.items():
+        blob = hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+        held = co.attempt("rev-parse", "--verify", "--quiet", f"{rev}:{rel[path]}")
+        if held[0] != 0 or held[1].strip() != blob:
+            if rev == tag:
+                raise WorkspaceError(
+                    f"the tag {tag} holds another {rel[path]} than the series "
+                    "being replaced; remove or rename the tag"
+                )
+            raise WorkspaceError(
+                f"uncommitted changes to {rel[path]} would be overwritten; commit "
+                f"or stash them first (the version committed is kept as {tag})"
+            )
+    if rev == "HEAD" and not proc.DRY_RUN:
+        co.run("tag", tag, "HEAD")
 
 
 def _subject_style(series: Series, count: int) -> tuple[str, bool]:
@@ -250,11 +314,14 @@ def _subject_style(series: Series, count: int) -> tuple[str, bool]:
 
 
 def _names(matches: list[Match], generated: list[str]) -> list[str]:
-    """Keep each matched patch's file name; new commits get git's name."""
+    """Keep a matched patch's file name while its number is its place in the
+    series (a subject edited since keeps its file); otherwise git's name, so
+    that a commit inserted or dropped renumbers the patches after it."""
     names: list[str] = []
     for match, gen in zip(matches, generated, strict=True):
         name = match.patch.name if match.patch is not None else gen
-        names.append(gen if name in names else name)
+        number = name.split("-", 1)[0]
+        names.append(gen if name in names or number != gen.split("-", 1)[0] else name)
     return names
 
 

@@ -156,6 +156,56 @@ def test_export_keeps_each_version_with_a_range_diff_and_changelog(
     assert lines[3].startswith("- v2 (")
 
 
+def test_export_keeps_the_old_version_as_a_tag_in_git(
+    capsys: pytest.CaptureFixture[str], llvm: Path, series: SeriesDir
+) -> None:
+    git(series.dir, "init", "--quiet")
+    git(series.dir, "add", "-A")
+    git(series.dir, "commit", "--quiet", "-m", "series v1")
+    v1 = git(series.dir, "rev-parse", "HEAD").strip()
+    before = files_of(series.dir)
+    assert apply(capsys, llvm, series)[0] == 0
+    (llvm / OFFLOAD_API).write_text((llvm / OFFLOAD_API).read_text() + "// refined\n")
+    git(llvm, "commit", "--quiet", "--amend", "-a", "--no-edit")
+    status, out, err = on_series(capsys, "export", llvm, series)
+    assert status == 0, err
+    assert "v1 kept as the git tag test-series-v1" in out
+    assert git(series.dir, "rev-parse", "test-series-v1^{commit}").strip() == v1
+    assert not (series.dir / "versions" / "v1").exists()  # no copy
+    assert (series.dir / "versions" / "v2.range-diff").is_file()
+    for name, data in before.items():  # the tag holds v1 byte for byte
+        held = git(series.dir, "show", f"test-series-v1:{name}")
+        assert held.encode() == data
+    # A tag of that name holding other files is never moved.
+    git(series.dir, "add", "-A")
+    git(series.dir, "commit", "--quiet", "-m", "series v2")
+    git(series.dir, "tag", "test-series-v2", v1)
+    (llvm / OFFLOAD_API).write_text((llvm / OFFLOAD_API).read_text() + "// again\n")
+    git(llvm, "commit", "--quiet", "--amend", "-a", "--no-edit")
+    status, _, err = on_series(capsys, "export", llvm, series)
+    assert status == 1
+    assert "the tag test-series-v2 holds another" in err
+
+
+def test_export_renumbers_after_an_inserted_commit(
+    capsys: pytest.CaptureFixture[str], llvm: Path, series: SeriesDir
+) -> None:
+    assert apply(capsys, llvm, series)[0] == 0
+    # A commit inserted after patch 1: patches 2 and 3 become 3 and 4.
+    tip = git(llvm, "rev-parse", "HEAD").strip()
+    git(llvm, "reset", "--quiet", "--hard", "HEAD~2")
+    (llvm / "offload/NEWS.txt").write_text("ranked selection\n")
+    git(llvm, "add", "-A")
+    git(llvm, "commit", "--quiet", "-m", "[Offload] Inserted")
+    git(llvm, "cherry-pick", f"{tip}~1", tip)
+    status, _, err = on_series(capsys, "export", llvm, series)
+    assert status == 0, err
+    names = sorted(n for n in files_of(series.dir) if n.endswith(".patch"))
+    assert [n[:5] for n in names] == ["0001-", "0002-", "0003-", "0004-"]
+    assert names[1].startswith("0002-Offload-Inserted")
+    assert "added '[Offload] Inserted'" in (series.dir / "CHANGELOG.md").read_text()
+
+
 def test_export_refuses_to_overwrite_uncommitted_patches(
     capsys: pytest.CaptureFixture[str], llvm: Path, series: SeriesDir
 ) -> None:
