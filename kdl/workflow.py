@@ -67,7 +67,7 @@ def real_trees(*, bench: bool = False) -> tuple[int, int, list[str], list[str]]:
     (:func:`kdl.build.baseline.compare`); then builds the series' LLVM-side
     unit tests against main's libLLVM in the sid root, and against 22.1.8's
     with the backport's sources (:func:`kdl.build.unittests.run_series_unittests`);
-    then series v6's rank on both trees, its unit test, the differential test
+    then the series' rank on both trees, its unit test, the differential test
     of the two builds and, with *bench*, its benchmark (:func:`kdl.build.rank.run`).
     """
     from kdl import trees
@@ -120,7 +120,7 @@ def real_trees(*, bench: bool = False) -> tuple[int, int, list[str], list[str]]:
     started = time.monotonic()
     ranked = rank.run(main, tree22, bench=bench)
     timed(
-        "series v6 rank: main and 22.1.8, differential" + (", bench" if bench else ""),
+        "the rank: main and 22.1.8, differential" + (", bench" if bench else ""),
         started,
     )
     passed += ranked.passed

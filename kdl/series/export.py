@@ -120,7 +120,8 @@ def export_series(llvm: Path, series_file: Path, message: str | None = None) -> 
         names = _names(matches, [name for name, _ in generated])
         contents = [data for _, data in generated]
         at_base = _tracked_at(co, base, contents)
-        new_text = _render(series, names, contents, base, at_base)
+        was = [m.patch.name if m.patch is not None else None for m in matches]
+        new_text = _render(series, names, contents, base, at_base, was=was)
         bump = _changes(series, before, matches, contents)
         version = None
         if bump and series.patches:
@@ -337,7 +338,12 @@ def _render(
     contents: list[bytes],
     base: str,
     at_base: set[str],
+    *,
+    was: list[str | None] | None = None,
 ) -> str:
+    """The series file for the patches *names*; *was* names the patch file
+    each one was before the export (or None), whose comment and file lines
+    it keeps under its new name."""
     header, blocks, trailer = (
         series.layout.header,
         series.layout.blocks,
@@ -346,8 +352,10 @@ def _render(
     listed = [raw for block in blocks.values() for raw in block.files.values()]
     indent = listed[0][: len(listed[0]) - len(listed[0].lstrip())] if listed else "    "
     lines = list(header)
-    for name, text in zip(names, contents, strict=True):
-        block = blocks.get(name, Block(line=name))
+    for i, (name, text) in enumerate(zip(names, contents, strict=True)):
+        before = (was[i] if was else None) or name
+        block = blocks.get(before, Block(line=name))
+        block = Block(lead=block.lead, line=name, files=block.files)
         lines += [*block.lead, block.line]
         diff = diff_files(text)  # path -> created by this patch
         # Files still touched keep their line (and recorded base) and order.
