@@ -18,6 +18,7 @@ in ``build/fuzz/``.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import logging
 import shutil
 from pathlib import Path
@@ -80,9 +81,33 @@ def build_fuzzer(build_dir: Path, out: Path) -> Path:
         "-o",
         out,
     ]
+    # The sanitized build of the LLVM units takes a minute or more: it is
+    # done again only when the command or a file it reads changed.
+    inputs = [
+        *sorted(p for p in rank_src.rglob("*") if p.is_file()),
+        *sorted(p for p in (build_dir / "kdl-select-keys").rglob("*") if p.is_file()),
+        *sorted(
+            p for d in (compat, paths.OVERLAY_SRC / "container") for p in d.glob("*.*")
+        ),
+        SOURCE,
+    ]
+    stamp = out.with_name(out.name + ".stamp")
+    fingerprint = _fingerprint([str(a) for a in argv], inputs)
+    if out.is_file() and stamp.is_file() and stamp.read_text() == fingerprint:
+        log.debug("fuzz: %s is up to date", out)
+        return out
     out.parent.mkdir(parents=True, exist_ok=True)
     proc.run(argv, mutating=True)
+    if not proc.DRY_RUN:
+        stamp.write_text(fingerprint)
     return out
+
+
+def _fingerprint(argv: list[str], inputs: list[Path]) -> str:
+    digest = hashlib.sha256("\0".join(argv).encode())
+    for path in inputs:
+        digest.update(str(path).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
 
 
 def seed_corpus(
