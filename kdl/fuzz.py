@@ -1,11 +1,12 @@
-"""``kdl fuzz``: libFuzzer on series v2's ranking library and the container
-reader, with ASan and UBSan.
+"""``kdl fuzz``: libFuzzer on series v6's rank and the container reader, with
+ASan and UBSan.
 
-Builds ``overlay/fuzz/ImageRankingFuzzer.cpp`` with v2's
-``ImageRanking.cpp`` (as the overlay build extracts it), the plugins'
-acceptance model, the container reader the shim and kdl-select share and
-kdl-select's v3 ranking (``EntryFit.cpp``),
-using clang 22 with ``-fsanitize=fuzzer,address,undefined``; seeds a fresh
+Builds ``overlay/fuzz/OffloadTargetRankFuzzer.cpp`` with the rank as the
+overlay build compiles it into kdl-select (``OffloadTargetRank.cpp`` and the
+LLVM sources the release/22.x backport changes, from the series' texts in
+``build/overlay/src-rank``, linked ahead of LLVM 22's static libraries), the
+plugins' acceptance test and the container reader the shim and kdl-select
+share, using clang 22 with ``-fsanitize=fuzzer,address,undefined``; seeds a fresh
 corpus with the committed OffloadBinary fixtures (``tests/data/offload/*.bin``:
 versions 1 and 2, and version 3 as LLVM main writes it, uncompressed, zstd and
 zlib, which the lit suite does not pack) and the files the lit suite packed
@@ -17,6 +18,7 @@ in ``build/fuzz/``.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import logging
 import shutil
 from pathlib import Path
@@ -27,7 +29,9 @@ from kdl.errors import WorkspaceError
 log = logging.getLogger("kdl")
 
 FUZZ_DIR = paths.BUILD / "fuzz"
-SOURCE = paths.OVERLAY_SRC / "fuzz" / "ImageRankingFuzzer.cpp"
+SOURCE = paths.OVERLAY_SRC / "fuzz" / "OffloadTargetRankFuzzer.cpp"
+#: The LLVM libraries the fuzzer links statically, after the backport's units.
+COMPONENTS = ["object", "bitreader", "frontendoffloading", "targetparser", "support"]
 SEED_PATTERNS = ("*.bin", "*.cubin", "*.so")
 #: At most this many seeds from the lit suite, the smallest first (libFuzzer
 #: reads them all).
@@ -37,11 +41,21 @@ MAX_SEEDS = 200
 FIXTURE_SEEDS = paths.ROOT / "tests" / "data" / "offload"
 
 
-def build_fuzzer(src_dir: Path, out: Path) -> Path:
-    """Compile the fuzz target against the extracted series in *src_dir*."""
+def build_fuzzer(build_dir: Path, out: Path) -> Path:
+    """Compile the fuzz target with the rank's texts the overlay build in
+    *build_dir* wrote (``src-rank``) and the key struct it copied for the
+    container reader (``kdl-select-keys``)."""
+    from kdl.build.ranktexts import LIBS, llvm_files
+    from kdl.series.model import load
+
     prefix = paths.default_llvm_prefix()
     clang = proc.clang_cxx(prefix)
+    config = str(prefix / "bin" / "llvm-config")
+    rank_src = build_dir / "src-rank"
+    units = llvm_files(load(paths.BACKPORT_SERIES), LIBS, ".cpp")
     compat = paths.OVERLAY_SRC / "compat"
+    libs = proc.run([config, "--link-static", "--libs", *COMPONENTS])
+    system = proc.run([config, "--link-static", "--system-libs", *COMPONENTS])
     argv: list[str | Path] = [
         clang,
         "-std=c++17",
@@ -51,27 +65,49 @@ def build_fuzzer(src_dir: Path, out: Path) -> Path:
         "-fsanitize=fuzzer,address,undefined",
         "-fno-sanitize=vptr",
         "-fno-sanitize-recover=undefined",
-        f"-I{src_dir / 'llvm' / 'include'}",
-        f"-I{compat / 'include'}",
+        f"-I{rank_src / 'llvm' / 'include'}",
+        f"-I{build_dir / 'kdl-select-keys'}",
         f"-I{compat}",
         f"-I{paths.OVERLAY_SRC / 'container'}",
-        f"-I{paths.OVERLAY_SRC / 'tools' / 'kdl-select'}",
         f"-I{prefix / 'include'}",
-        src_dir / "llvm/lib/Frontend/Offloading/ImageRanking.cpp",
+        *[rank_src / unit for unit in units],
         compat / "PluginCompat.cpp",
         paths.OVERLAY_SRC / "container" / "OffloadEntries.cpp",
         paths.OVERLAY_SRC / "container" / "OffloadSections.cpp",
-        paths.OVERLAY_SRC / "tools" / "kdl-select" / "EntryFit.cpp",
         SOURCE,
         f"-L{prefix / 'lib'}",
-        "-lLLVM",
-        f"-Wl,-rpath,{prefix / 'lib'}",
+        *libs.stdout.decode().split(),
+        *system.stdout.decode().split(),
         "-o",
         out,
     ]
+    # The sanitized build of the LLVM units takes a minute or more: it is
+    # done again only when the command or a file it reads changed.
+    inputs = [
+        *sorted(p for p in rank_src.rglob("*") if p.is_file()),
+        *sorted(p for p in (build_dir / "kdl-select-keys").rglob("*") if p.is_file()),
+        *sorted(
+            p for d in (compat, paths.OVERLAY_SRC / "container") for p in d.glob("*.*")
+        ),
+        SOURCE,
+    ]
+    stamp = out.with_name(out.name + ".stamp")
+    fingerprint = _fingerprint([str(a) for a in argv], inputs)
+    if out.is_file() and stamp.is_file() and stamp.read_text() == fingerprint:
+        log.debug("fuzz: %s is up to date", out)
+        return out
     out.parent.mkdir(parents=True, exist_ok=True)
     proc.run(argv, mutating=True)
+    if not proc.DRY_RUN:
+        stamp.write_text(fingerprint)
     return out
+
+
+def _fingerprint(argv: list[str], inputs: list[Path]) -> str:
+    digest = hashlib.sha256("\0".join(argv).encode())
+    for path in inputs:
+        digest.update(str(path).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
 
 
 def seed_corpus(
@@ -99,7 +135,7 @@ def run_fuzz(seconds: int) -> bool:
     from kdl.build.overlay import build_overlay
 
     overlay = build_overlay(report=False)
-    tool = build_fuzzer(overlay.build_dir / "src", FUZZ_DIR / "image-ranking-fuzzer")
+    tool = build_fuzzer(overlay.build_dir, FUZZ_DIR / "offload-target-rank-fuzzer")
     lit_root = paths.BUILD / "llvm-tests"
     count, fixed = seed_corpus(FUZZ_DIR / "corpus", lit_root)
     if count == 0:

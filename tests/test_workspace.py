@@ -53,9 +53,10 @@ def test_overlay_cache_of_another_workspace_is_configured_again(
     )
     (build / "stale").write_text("from the other workspace")
     assert overlay.configured_for(build) == Path("/elsewhere/kdl/overlay")
-    src = tmp_path / "src"
+    src, rank = tmp_path / "src", tmp_path / "src-rank"
     overlay.extract_series(src)
-    overlay._configure(build, src, paths.default_llvm_prefix())
+    overlay.extract_rank(rank)
+    overlay._configure(build, src, rank, paths.default_llvm_prefix())
     assert not (build / "stale").exists()
     assert overlay.configured_for(build) == paths.OVERLAY_SRC.resolve()
 

@@ -17,6 +17,12 @@ main has and LLVM 22 lacks comes from ``overlay/compat/``:
    ``CMakeCache.txt`` for these sources, or a cache without ``build.ninja``
    (a configure that stopped midway).
 3. *Build*: ``ninja`` (a no-op when nothing changed).
+
+``kdl-select`` ranks with series v6's rank, compiled from the release/22.x
+backport's texts (:mod:`kdl.build.ranktexts`, on the 22.1.8 tree's base
+texts): they are written into ``build/overlay/src-rank`` with
+``units.cmake``, the LLVM sources the tool compiles and links ahead of LLVM
+22's libraries, when the backport series changed.
 """
 
 from __future__ import annotations
@@ -56,6 +62,8 @@ class Overlay:
     build_dir: Path
     #: ``bin/kdl-select``, the workspace driver.
     select_tool: Path
+    #: ``bin/kdl-rank-diff``, tools/rank/RankDiff.cpp on kdl-select's rank.
+    rank_diff: Path
     #: ``bin/ImageRankingTests``, the series' unit tests (gtest).
     unittests: Path
     #: The series' headers as extracted (``src/llvm/include``).
@@ -72,6 +80,7 @@ def _layout(build_dir: Path, not_built: list[str]) -> Overlay:
     return Overlay(
         build_dir=build_dir,
         select_tool=bin_dir / "kdl-select",
+        rank_diff=bin_dir / "kdl-rank-diff",
         unittests=bin_dir / "ImageRankingTests",
         include_dir=build_dir / "src" / "llvm" / "include",
         library=build_dir / "lib" / "libKDLImageRanking.a",
@@ -212,20 +221,68 @@ def extract_series(
     return not_built
 
 
+def _rank_fingerprint(backport: Series, commit: str) -> str:
+    digest = hashlib.sha256(f"rank {_EXTRACT_FORMAT} {commit}\n".encode())
+    digest.update(backport.path.read_bytes())
+    for patch in backport.patches:
+        digest.update(patch.name.encode() + b"\0" + patch.read())
+    return digest.hexdigest()
+
+
+def extract_rank(rank_dir: Path) -> None:
+    """The rank's texts after the release/22.x backport, and ``units.cmake``,
+    into *rank_dir*, if the backport changed (the 22.1.8 tree is made on
+    first use)."""
+    from kdl.build.ranktexts import backport_texts, write_tree
+    from kdl.trees import common, ensure
+
+    backport = load(paths.BACKPORT_SERIES)
+    tree22 = common.current("22", ".git") or ensure("22")
+    stamp = rank_dir / _STAMP
+    fingerprint = _rank_fingerprint(backport, tree22.record.get("commit", ""))
+    if stamp.is_file() and stamp.read_text() == fingerprint:
+        return
+    if proc.DRY_RUN:
+        print(f"would write the rank's texts of '{backport.name}' into {rank_dir}")
+        return
+    rank_dir.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="kdl-rank-", dir=rank_dir.parent) as tmp:
+        on22 = backport_texts(backport, tree22, Path(tmp) / "base")
+        tree = Path(tmp) / "tree"
+        write_tree(on22.texts, tree)
+        (tree / "units.cmake").write_text(
+            "# Written by kdl.build.overlay: the LLVM sources the release/22.x\n"
+            "# backport changes, compiled into kdl-select ahead of LLVM 22.\n"
+            "set(KDL_RANK_UNITS\n"
+            + "".join(f"  {unit}\n" for unit in on22.units)
+            + ")\n"
+        )
+        changed = _sync(tree, rank_dir)
+    stamp.write_text(fingerprint)
+    log.info(
+        "overlay: wrote the rank's texts of '%s' into %s (%s)",
+        backport.name,
+        rank_dir,
+        f"{len(changed)} files changed" if changed else "no file changed",
+    )
+
+
 def configured_for(build_dir: Path) -> Path | None:
     """The overlay sources *build_dir* was configured with, if it was."""
     home = cmake_cache(build_dir).get("CMAKE_HOME_DIRECTORY")
     return Path(home) if home else None
 
 
-def _configure(build_dir: Path, src_dir: Path, prefix: Path) -> None:
+def _configure(build_dir: Path, src_dir: Path, rank_dir: Path, prefix: Path) -> None:
     configured = configured_for(build_dir)
     ours = (
         configured is not None and configured.resolve() == paths.OVERLAY_SRC.resolve()
     )
     # A cache without build.ninja is a configure that stopped midway: cmake
-    # runs again instead of ninja failing on every later build.
-    if ours and (build_dir / "build.ninja").is_file():
+    # runs again instead of ninja failing on every later build. A cache made
+    # before kdl-select built the rank has no KDL_RANK_SRC.
+    rank_known = cmake_cache(build_dir).get("KDL_RANK_SRC") == str(rank_dir)
+    if ours and rank_known and (build_dir / "build.ninja").is_file():
         return
     if configured is not None and not ours:
         # A workspace that was copied or moved: its cache would build the
@@ -251,6 +308,7 @@ def _configure(build_dir: Path, src_dir: Path, prefix: Path) -> None:
         "-B",
         build_dir,
         f"-DKDL_SERIES_SRC={src_dir}",
+        f"-DKDL_RANK_SRC={rank_dir}",
         f"-DKDL_ROOT={paths.ROOT}",
         f"-DLLVM_DIR={prefix / 'lib' / 'cmake' / 'llvm'}",
         "-DCMAKE_BUILD_TYPE=Release",
@@ -305,7 +363,9 @@ def _build_locked(
     not_built += extract_series(
         build_dir / "src-test-suite", load(paths.TEST_SUITE_SERIES), prefix
     )
-    _configure(build_dir, src_dir, prefix)
+    rank_dir = build_dir / "src-rank"
+    extract_rank(rank_dir)
+    _configure(build_dir, src_dir, rank_dir, prefix)
     linked = _build(build_dir, jobs, targets)
     overlay = _layout(build_dir, not_built)
     if proc.DRY_RUN:
@@ -327,6 +387,7 @@ def _build_locked(
         log.debug("overlay: not built here: %s", entry)
     products = {
         "kdl-select": overlay.select_tool,
+        "kdl-rank-diff": overlay.rank_diff,
         "ImageRankingTests": overlay.unittests,
         "KDLImageRanking": overlay.library,
     }

@@ -31,10 +31,17 @@ from typing import Any
 
 from kdl import paths
 from kdl.build import rankcorpus
+from kdl.build.ranktexts import (
+    RANK_HEADER,
+    RANK_SOURCE,
+    RANK_TEST,
+    backport_texts,
+    write_tree,
+)
 from kdl.build.toolchain import Toolchain, main_toolchain
-from kdl.build.unittests import HEADERS, base_texts, series_texts, write_results
+from kdl.build.unittests import HEADERS, series_texts, write_results
 from kdl.errors import WorkspaceError
-from kdl.series.model import Series, load
+from kdl.series.model import load
 from kdl.trees.common import Tree
 
 log = logging.getLogger("kdl")
@@ -42,10 +49,6 @@ log = logging.getLogger("kdl")
 MAIN_SERIES = paths.SERIES
 BACKPORT_SERIES = paths.BACKPORT_SERIES
 
-#: The rank's own files, created by the series' rank patch.
-RANK_SOURCE = "llvm/lib/Object/OffloadTargetRank.cpp"
-RANK_HEADER = "llvm/include/llvm/Object/OffloadTargetRank.h"
-RANK_TEST = "llvm/unittests/Object/OffloadTargetRankTest.cpp"
 TOOLS = paths.ROOT / "tools" / "rank"
 COMPONENTS = ["object", "targetparser"]
 
@@ -63,25 +66,6 @@ class RankRun:
         self.failed += one.failed
         self.problems += one.problems
         self.lines.append(line)
-
-
-def llvm_files(series: Series, under: str, suffix: str) -> list[str]:
-    """The files under *under* ending in *suffix* the series touches."""
-    return sorted(
-        {
-            f.path
-            for p in series.patches
-            for f in p.files
-            if f.path.startswith(under) and f.path.endswith(suffix)
-        }
-    )
-
-
-def write_tree(texts: dict[str, str], where: Path) -> None:
-    shutil.rmtree(where, ignore_errors=True)
-    for name, text in texts.items():
-        (where / name).parent.mkdir(parents=True, exist_ok=True)
-        (where / name).write_text(text)
 
 
 def build(
@@ -159,14 +143,8 @@ def run(main: Tree, tree22: Tree, *, bench: bool = False) -> RankRun:
     rank_files = [RANK_HEADER, RANK_SOURCE, RANK_TEST]
     main_texts = series_texts(main_series, rank_files)
     work22 = paths.BUILD / "rank-22"
-    names22 = sorted(
-        set(rank_files)
-        | set(llvm_files(backport, HEADERS, ".h"))
-        | set(llvm_files(backport, HEADERS, ".def"))
-        | set(llvm_files(backport, "llvm/lib/", ".cpp"))
-    )
-    seeds = base_texts(tree22, names22, work22 / "base")
-    texts22 = series_texts(backport, names22, seeds)
+    on22 = backport_texts(backport, tree22, work22 / "base", [RANK_TEST])
+    texts22 = on22.texts
     # The rank's header and source are one text; the backport's test lacks
     # main's AMDGPU triple spellings, which 22.1.8's Triple cannot read.
     for name in (RANK_HEADER, RANK_SOURCE):
@@ -181,7 +159,7 @@ def run(main: Tree, tree22: Tree, *, bench: bool = False) -> RankRun:
     }
     units = {
         "main": [RANK_SOURCE],
-        "22.1.8": llvm_files(backport, "llvm/lib/", ".cpp"),
+        "22.1.8": on22.units,
     }
     corpus = paths.BUILD / "rank-corpus.tsv"
     corpus.parent.mkdir(parents=True, exist_ok=True)

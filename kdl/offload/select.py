@@ -1,12 +1,13 @@
-"""``kdl select``: which image of a file a device loads, with series v3.
+"""``kdl select``: which image of a file a device loads, with series v6's rank.
 
 The work is done by the overlay's ``kdl-select`` driver: the plugins'
-acceptance test (``overlay/compat/PluginCompat.cpp``) and series v3's ranking
-(``overlay/tools/kdl-select/EntryFit.cpp``, the rules of release-22.x 0003),
-built against LLVM 22, reading the file with the workspace's container
-reader (the shim's, ``overlay/container/OffloadEntries.h``: OffloadBinary
-versions 1 to 3, every offset bounded). This module builds the driver if needed and runs
-it on the user's file; its output, escaping and exit status are the
+acceptance test (``overlay/compat/PluginCompat.cpp``) and the rank
+(``llvm/Object/OffloadTargetRank.cpp``, compiled from the release/22.x
+backport's texts with the LLVM sources it changes, linked ahead of LLVM
+22's libraries), reading the file with the workspace's container reader
+(the shim's, ``overlay/container/OffloadEntries.h``: OffloadBinary versions
+1 to 3, every offset bounded). This module builds the driver if needed and
+runs it on the user's file; its output, escaping and exit status are the
 driver's: 0 an image was selected, 1 no image is compatible, 2 bad arguments
 or an unreadable file. Standard input (``-``) is read here once and handed
 to the driver on its standard input.

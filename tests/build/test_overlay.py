@@ -143,7 +143,12 @@ def built() -> overlay.Overlay:
 @pytest.mark.slow
 def test_build_overlay(built: overlay.Overlay) -> None:
     assert built.build_dir == paths.OVERLAY_BUILD.resolve()
-    for product in (built.select_tool, built.unittests, built.library):
+    for product in (
+        built.select_tool,
+        built.rank_diff,
+        built.unittests,
+        built.library,
+    ):
         assert product.is_file(), product
     header = built.include_dir / "llvm" / "Frontend" / "Offloading" / "ImageRanking.h"
     assert header.is_file()
@@ -156,6 +161,33 @@ def test_build_overlay(built: overlay.Overlay) -> None:
     )
     assert result.returncode == 0, result.stdout[-3000:]
     assert "[  PASSED  ]" in result.stdout
+
+
+@pytest.mark.overlay
+@pytest.mark.slow
+def test_kdl_select_is_built_on_the_series_rank(built: overlay.Overlay) -> None:
+    """kdl-select and kdl-rank-diff compile the rank from the release/22.x
+    series' texts (the main series' bytes), with the LLVM sources the
+    backport changes linked ahead of LLVM 22's static libraries: no
+    libLLVM.so, whose texts of those files are 22.1.8's."""
+    from kdl.build.ranktexts import LIBS, RANK_HEADER, RANK_SOURCE, llvm_files
+    from kdl.build.unittests import series_texts
+
+    rank_src = built.build_dir / "src-rank"
+    main = series_texts(load(paths.SERIES), [RANK_HEADER, RANK_SOURCE])
+    assert sorted(main) == sorted([RANK_HEADER, RANK_SOURCE])
+    for name, text in main.items():
+        assert (rank_src / name).read_text() == text, name
+    units = llvm_files(load(paths.BACKPORT_SERIES), LIBS, ".cpp")
+    assert RANK_SOURCE in units
+    listed = (rank_src / "units.cmake").read_text()
+    for unit in units:
+        assert f"  {unit}\n" in listed, unit
+    for tool in (built.select_tool, built.rank_diff):
+        linked = subprocess.run(
+            ["ldd", str(tool)], capture_output=True, text=True, check=True
+        ).stdout
+        assert "libLLVM" not in linked, tool
 
 
 @pytest.mark.overlay
@@ -223,12 +255,20 @@ def test_a_configure_that_stopped_midway_is_redone(
 
     build_dir = tmp_path / "overlay"
     build_dir.mkdir()
+    rank = tmp_path / "src-rank"
+    (build_dir / "CMakeCache.txt").write_text(
+        f"CMAKE_HOME_DIRECTORY:INTERNAL={paths.OVERLAY_SRC}\nKDL_RANK_SRC:PATH={rank}\n"
+    )
+    monkeypatch.setattr(proc, "DRY_RUN", True)
+    prefix = Path("/usr/lib/llvm-22")
+    overlay._configure(build_dir, tmp_path / "src", rank, prefix)
+    assert "would run: " in capsys.readouterr().out
+    (build_dir / "build.ninja").write_text("")
+    overlay._configure(build_dir, tmp_path / "src", rank, prefix)
+    assert capsys.readouterr().out == ""
+    # A cache made before kdl-select built the rank: cmake again.
     (build_dir / "CMakeCache.txt").write_text(
         f"CMAKE_HOME_DIRECTORY:INTERNAL={paths.OVERLAY_SRC}\n"
     )
-    monkeypatch.setattr(proc, "DRY_RUN", True)
-    overlay._configure(build_dir, tmp_path / "src", Path("/usr/lib/llvm-22"))
+    overlay._configure(build_dir, tmp_path / "src", rank, prefix)
     assert "would run: " in capsys.readouterr().out
-    (build_dir / "build.ninja").write_text("")
-    overlay._configure(build_dir, tmp_path / "src", Path("/usr/lib/llvm-22"))
-    assert capsys.readouterr().out == ""

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from kdl import paths
-from kdl.build import rank, rankcorpus
+from kdl.build import rank, rankcorpus, ranktexts
 from kdl.build.unittests import series_texts
 from kdl.series.model import load
 
@@ -30,7 +30,7 @@ def test_the_backport_carries_the_main_series_rank_byte_for_byte() -> None:
 
 def test_the_backport_builds_main_helpers_the_rank_uses() -> None:
     backport = load(rank.BACKPORT_SERIES)
-    units = rank.llvm_files(backport, "llvm/lib/", ".cpp")
+    units = ranktexts.llvm_files(backport, "llvm/lib/", ".cpp")
     assert "llvm/lib/TargetParser/NVPTXTargetParser.cpp" in units
     assert "llvm/lib/TargetParser/AMDGPUTargetParser.cpp" in units
     assert "llvm/lib/Object/OffloadBinary.cpp" in units

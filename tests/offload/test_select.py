@@ -131,10 +131,10 @@ def test_text_output(cuda_file: Path, capsys: pytest.CaptureFixture[str]) -> Non
         "image 2: rejected: neither ELF nor bitcode: the plugin's image check "
         "does not accept it",
         # The keys (variant_tag, a malformed min_sm) change nothing.
-        "image 3: rank 1: sm_86, exact fit",
-        "image 4: rank 2: sm_86, exact fit",
+        "image 3: rank 1: sm_86, native fit",
+        "image 4: rank 2: sm_86, native fit",
         "first compatible: image 0",
-        "selected: image 3 (sm_86, exact fit); image 0: not chosen (sm_80, "
+        "selected: image 3 (sm_86, native fit); image 0: not chosen (sm_80, "
         "compatible fit)",
     ]
     assert err == ""
@@ -162,7 +162,7 @@ def test_json_output(cuda_file: Path, capsys: pytest.CaptureFixture[str]) -> Non
     ptx, exact, bad = doc["images"][2], doc["images"][3], doc["images"][4]
     assert ptx["kind"] == "s" and ptx["compatible"] is False and ptx["rank"] is None
     assert exact["tag"] == "debug" and exact["priority"] is None
-    assert exact["compatible"] is True and exact["fit"] == "exact"
+    assert exact["compatible"] is True and exact["fit"] == "native"
     assert bad == {
         "index": 4,
         "triple": CUDA,
@@ -170,9 +170,9 @@ def test_json_output(cuda_file: Path, capsys: pytest.CaptureFixture[str]) -> Non
         "kind": "cubin",
         "compatible": True,
         "reason": "accepted",
-        "detail": "sm_86, exact fit",
-        "fit": "exact",
-        # The ranking reads the entry's arch, not the image's header.
+        "detail": "sm_86, native fit",
+        "fit": "native",
+        # The rank reads the entry's arch, not the image's header.
         "processor": None,
         "priority": None,
         "tag": None,
@@ -203,8 +203,8 @@ def test_none_compatible(cuda_file: Path, capsys: pytest.CaptureFixture[str]) ->
 def test_tag_is_ignored(cuda_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
     status, out, err = run(capsys, "select", SM86, "--tag=debug", str(cuda_file))
     assert status == 0
-    assert out.splitlines()[-1].startswith("selected: image 3 (sm_86, exact fit)")
-    assert err == "note: the ranking reads no variant_tag; the tag 'debug' is ignored\n"
+    assert out.splitlines()[-1].startswith("selected: image 3 (sm_86, native fit)")
+    assert err == "note: the rank reads no variant_tag; the tag 'debug' is ignored\n"
     status, out, _ = run(
         capsys, "select", SM86, "--tag=debug", "--json", str(cuda_file)
     )
@@ -298,7 +298,7 @@ def test_version2_input_is_read_as_it_is(
     status2, out2, _ = run(capsys, "select", device, str(v2))
     assert status1 == status2 == 0
     assert out1 == out2
-    assert out2.splitlines()[-1] == "selected: image 2 (gfx90a, processor fit)"
+    assert out2.splitlines()[-1] == "selected: image 2 (gfx90a, any mode fit)"
     # The driver reads the user's file and names it.
     status, _, err = run(
         capsys, "select", f"--device=triple={AMDHSA},arch=gfx1100", str(v2)
@@ -379,9 +379,9 @@ def test_version3_entries_are_ranked_from_the_inflated_binary(
         got = run(capsys, "select", SM86, *extra, str(v3))
         assert got == want and got[0] == 0
     out = run(capsys, "select", SM86, str(v3))[1].splitlines()
-    assert out[2] == "image 2: rank 1: sm_86, exact fit"
+    assert out[2] == "image 2: rank 1: sm_86, native fit"
     assert out[-1] == (
-        "selected: image 2 (sm_86, exact fit); image 0: not chosen (sm_80, "
+        "selected: image 2 (sm_86, native fit); image 0: not chosen (sm_80, "
         "compatible fit)"
     )
 
@@ -635,7 +635,8 @@ def test_json_fit_reads_the_entry_arch(
     tmp_path: Path, built_overlay: None, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """An sm_90a cubin of CUDA ELF ABI 2 (ptxas 13) carries no "a" in its
-    header; its entry's arch says it, and the ranking reads the arch."""
+    header; its entry's arch says it, and the rank reads the arch: native
+    code for sm_90, as specific as code for the device can be."""
     image = make_image(
         cubin_header("sm_90a", abi=2),
         [("triple", CUDA), ("arch", "sm_90a")],
@@ -650,7 +651,7 @@ def test_json_fit_reads_the_entry_arch(
     assert status == 0, err
     (img,) = json.loads(out)["images"]
     assert (img["detail"], img["fit"], img["processor"]) == (
-        "sm_90a, arch-specific fit",
-        "arch-specific",
+        "sm_90a, native fit",
+        "native",
         None,
     )

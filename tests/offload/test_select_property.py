@@ -1,32 +1,31 @@
-"""Property test of ``kdl-select`` (series v3) against an independent model.
+"""Property test of ``kdl-select`` against the rank it is built on.
 
 Each example draws a device and a set of images: cubin headers of several
 compute capabilities (CUDA ELF ABI 1 and 2, some architecture-specific),
 AMDGPU code-object headers (specific and generic processors, xnack modes,
-the entry's arch naming the target ID), bitcode modules for either vendor under any arch
-(compiled at load), and images no plugin accepts, each with random keys,
-some malformed. The model below is written from the
-plugins' rules and the documented ranking (patches/release-22.x 0003's
-message), not from the C++:
+the entry's arch naming the target ID), bitcode modules for either vendor
+under any arch (compiled at load), and images no plugin accepts, each with
+random keys, some malformed. There is no model of the rules here: the rank
+(series v6's ``OffloadTargetRank.cpp``, as the release/22.x backport creates
+it) is asked through ``kdl-rank-diff``, the overlay's build of
+``tools/rank/RankDiff.cpp`` on the same objects, and for every set:
 
-* acceptance: the CUDA plugin's same-major, minor-at-most rule; the AMDGPU
-  plugin's processor match against the agent's ISAs with the xnack rule;
-  nothing across vendors; nothing that is not an ELF image;
-* ranking, from the entry's arch and kind (of the keys only
-  variant_priority, among entries that rank alike otherwise): native
-  code before code compiled at load, each by its arch: an NVPTX
-  arch-specific variant of the device, an AMDGPU target ID of the device's
-  processor, the device's arch, a generic processor, other accepted code;
-  within a fit the higher compute capability; last an arch-specific cubin
-  of another compute capability; ties in the file's order.
+* the answer is well formed: ranks 1..N over the accepted images and none
+  for the rest, the choice ranked 1, today's choice the first accepted;
+* each accepted image's fit and "compiled at load" are what the rank
+  answers for its entry's triple, arch and image kind on the device's
+  (triple, target ID), and the order is the series' loop's (RankDiff
+  ``--loop``: ranked, a stable sort);
+* along that order the rank's documented key never decreases: code that
+  runs first, then native code before code compiled at load, then the fit;
+* adding an image no plugin accepts, or dropping the keys other than
+  triple and arch, never changes the choice.
 
-For every set: each image's acceptance and the choice are the model's, the
-choice is accepted, a choice other than today's (the first accepted) ranks
-strictly better than it, and adding an image no plugin accepts never
-changes the choice. Hypothesis runs derandomized, so every run checks the
-same sets; explicit examples pin each rule. All questions go to one
-``kdl-select --batch`` process (tests/offload/test_select.py checks that its
-answers are the ``--json`` ones).
+Hypothesis runs derandomized, so every run checks the same sets; pinned
+examples check a choice for each GPU rule, as the lit tests do. All
+questions go to one ``kdl-select --batch`` process
+(tests/offload/test_select.py checks that its answers are the ``--json``
+ones).
 """
 
 from __future__ import annotations
@@ -57,10 +56,14 @@ from kdl.offload.elf import (
 MAX_EXAMPLES = 300
 
 TOOL = paths.OVERLAY_BUILD / "bin" / "kdl-select"
+RANK_DIFF = paths.OVERLAY_BUILD / "bin" / "kdl-rank-diff"
 
 pytestmark = [
     pytest.mark.overlay,
     pytest.mark.skipif(not TOOL.is_file(), reason=f"{TOOL} not built (kdl build)"),
+    pytest.mark.skipif(
+        not RANK_DIFF.is_file(), reason=f"{RANK_DIFF} not built (kdl build)"
+    ),
 ]
 
 NVPTX = "nvptx64-nvidia-cuda"
@@ -71,8 +74,8 @@ SMS = (75, 80, 86, 87, 89, 90, 100, 103, 120)
 MACH = {"gfx90a": 0x3F, "gfx942": 0x4C, "gfx950": 0x4F, "gfx9-4-generic": 0x5F}
 #: EF_AMDGPU_FEATURE_XNACK_*_V4: None is "any".
 XNACK = {None: 0x100, "-": 0x200, "+": 0x300}
-#: The fits, best first (EntryFit in overlay/tools/kdl-select/EntryFit.h).
-FIT = ("arch-specific", "exact", "processor", "generic", "compatible", "mismatch")
+#: The fits' names (getOffloadTargetFitName), in OffloadTargetFit's order.
+FIT = ("native", "any mode", "compatible", "none")
 
 
 @dataclass(frozen=True)
@@ -131,74 +134,6 @@ def bitcode(triple: str, uid: int) -> bytes:
         capture_output=True,
         check=True,
     ).stdout
-
-
-def sm_of(arch: str) -> int:
-    return int(arch.removeprefix("sm_").removesuffix("a"))
-
-
-# --- The model ------------------------------------------------------------------
-
-
-def accepts(img: Img, dev: Device) -> bool:
-    if img.kind == "cubin" and dev.triple == NVPTX:
-        have, need = sm_of(dev.arch), sm_of(img.arch)
-        return have // 10 == need // 10 and need % 10 <= have % 10
-    if img.kind == "bitcode":
-        # checkBitcodeImage: the module's architecture is the plugin's.
-        return img.triple == dev.triple
-    if img.kind == "amdgpu" and dev.triple == AMDGCN:
-        for target in (dev.arch, *dev.isas):
-            processor, *modes = target.split(":")
-            if processor != img.arch:
-                continue
-            if img.xnack is None or f"xnack{img.xnack}" in modes:
-                return True
-        return False
-    return False
-
-
-def priority(img: Img) -> int:
-    """variant_priority: a decimal number of at most 32 bits, else 0."""
-    value = dict(img.keys).get("variant_priority", "")
-    return int(value) if value.isdigit() and int(value) < 2**32 else 0
-
-
-def rank(img: Img, dev: Device) -> tuple[bool, bool, int, int, int]:
-    """(does not run, compiled at load, fit, order within the fit, negated
-    variant_priority): lower ranks better."""
-    arch = img.entry_arch()
-    jit = img.kind == "bitcode"
-    if dev.triple == NVPTX:
-        order = -sm_of(arch)
-        if arch.endswith("a"):
-            # sm_100a on 10.3: accepted by the plugin, run by no driver.
-            fit = "arch-specific" if arch[:-1] == dev.arch else "mismatch"
-        else:
-            fit = "exact" if arch == dev.arch else "compatible"
-        return fit == "mismatch", jit, FIT.index(fit), order, -priority(img)
-    # The device's target ID, with its modes: the same target, then the same
-    # processor for any of the modes the device's target ID names.
-    processor, *modes = dev.arch.split(":")
-    entry_processor, *entry_modes = arch.split(":")
-    if arch == dev.arch:
-        fit = "exact"
-    elif entry_processor == processor and set(entry_modes) <= set(modes):
-        fit = "processor"
-    elif "generic" in arch:
-        fit = "generic"
-    else:
-        fit = "compatible"
-    return False, jit, FIT.index(fit), 0, -priority(img)
-
-
-def model(imgs: Sequence[Img], dev: Device) -> tuple[int | None, int | None]:
-    """(selected, first compatible)."""
-    accepted = [i for i, img in enumerate(imgs) if accepts(img, dev)]
-    if not accepted:
-        return None, None
-    best = min(accepted, key=lambda i: (rank(imgs[i], dev), i))
-    return best, accepted[0]
 
 
 # --- Drawing cases ----------------------------------------------------------------
@@ -315,24 +250,72 @@ def select() -> Iterator[Selector]:
     assert selector.close() == 0
 
 
+class RankDiff:
+    """The rank's own answers: ``kdl-rank-diff``, one run per question set."""
+
+    def _run(self, lines: list[str], *args: str) -> list[str]:
+        done = subprocess.run(
+            [str(RANK_DIFF), *args],
+            input="".join(f"{line}\n" for line in lines),
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return done.stdout.splitlines()
+
+    def fits(
+        self, dev: Device, entries: Sequence[tuple[str, str, str]]
+    ) -> list[tuple[str, bool]]:
+        """(fit, compiled at load) of each (triple, arch, kind) on *dev*."""
+        lines = ["\t".join([*e, dev.triple, dev.arch]) for e in entries]
+        out = [line.split("\t") for line in self._run(lines)]
+        return [(fields[0], fields[1] == "1") for fields in out]
+
+    def loop(self, dev: Device, entries: Sequence[tuple[str, str, str]]) -> list[int]:
+        """The order the series' loop tries *entries* in on *dev*."""
+        line = "\t".join([dev.triple, dev.arch, *(",".join(e) for e in entries)])
+        (order,) = self._run([line], "--loop")
+        return [int(i) for i in order.split()]
+
+
 def check(
     select: Selector, dev: Device, imgs: list[Img], where: int, workdir: Path
 ) -> None:
     path = workdir / "set.bin"
     pack(path, imgs, dev)
     got = select(path, dev)
-    want_selected, want_first = model(imgs, dev)
     case = f"{dev} {imgs}"
-    assert [i["compatible"] for i in got["images"]] == [
-        accepts(img, dev) for img in imgs
-    ], case
-    assert (got["selected"], got["first_compatible"]) == (
-        want_selected,
-        want_first,
-    ), case
-    if want_selected is not None and want_selected != want_first:
-        assert want_first is not None
-        assert rank(imgs[want_selected], dev) < rank(imgs[want_first], dev), case
+    images = got["images"]
+    assert len(images) == len(imgs), case
+    accepted = [i for i, img in enumerate(images) if img["compatible"]]
+    for img in images:
+        ranked_here = img["rank"] is not None
+        assert ranked_here == (img["fit"] is not None) == img["compatible"], case
+    ranked = sorted(accepted, key=lambda i: int(images[i]["rank"]))
+    assert [images[i]["rank"] for i in ranked] == list(range(1, len(ranked) + 1))
+    assert got["first_compatible"] == (accepted[0] if accepted else None), case
+    assert got["selected"] == (ranked[0] if ranked else None), case
+    assert got["status"] == (0 if accepted else 1), case
+    if not accepted:
+        return
+
+    # Each accepted image as the rank answers for its entry, in the loop's
+    # order.
+    entries = [
+        (images[i]["triple"], images[i]["arch"], images[i]["kind"]) for i in accepted
+    ]
+    fits = RankDiff().fits(dev, entries)
+    for i, (fit, at_load) in zip(accepted, fits, strict=True):
+        assert images[i]["fit"] == fit, case
+        assert images[i]["detail"].endswith(", compiled at load") is at_load, case
+    order = RankDiff().loop(dev, entries)
+    assert [accepted[k] for k in order] == ranked, case
+    key_of = {
+        i: (fit == "none", at_load, FIT.index(fit))
+        for i, (fit, at_load) in zip(accepted, fits, strict=True)
+    }
+    keys = [key_of[i] for i in ranked]
+    assert keys == sorted(keys), case
 
     # An image no plugin accepts changes nothing.
     extra = Img("junk", uid=len(imgs))
@@ -340,9 +323,12 @@ def check(
     pack(path, more, dev)
     again = select(path, dev)
     payload_of = {i: img.payload() for i, img in enumerate(more)}
-    before = imgs[got["selected"]].payload() if got["selected"] is not None else None
-    after = payload_of[again["selected"]] if again["selected"] is not None else None
-    assert after == before, case
+    assert payload_of[again["selected"]] == imgs[got["selected"]].payload(), case
+
+    # Nor do the keys the rank does not read.
+    pack(path, [replace(img, keys=()) for img in imgs], dev)
+    bare = select(path, dev)
+    assert [i["rank"] for i in bare["images"]] == [i["rank"] for i in images], case
 
 
 SM90 = Device(NVPTX, "sm_90")
@@ -352,8 +338,7 @@ PINNED = [
     (SM90, [Img("cubin", "sm_90"), Img("cubin", "sm_90a", uid=1)], 0),
     # gfx942 over gfx9-4-generic, the case #139147 reports.
     (GFX942, [Img("amdgpu", "gfx9-4-generic"), Img("amdgpu", "gfx942", uid=1)], 2),
-    # A malformed priority counts as none, min_sm changes nothing, and a
-    # priority never beats a better fit.
+    # The device's SM before an earlier one; the keys change nothing.
     (
         Device(NVPTX, "sm_86"),
         [
@@ -371,20 +356,21 @@ PINNED = [
         ],
         0,
     ),
-    # sm_100a on 10.3: accepted, listed first, and below the portable cubin.
+    # sm_100a on 10.3: accepted, listed first, but it does not run there.
     (
         Device(NVPTX, "sm_103"),
         [Img("cubin", "sm_100a"), Img("cubin", "sm_100", uid=1)],
         0,
     ),
-    # The closest compute capability that runs: sm_86 before sm_80 on 8.7.
+    # The latest compute capability that runs: sm_86 before sm_80 on 8.7.
     (
         Device(NVPTX, "sm_87"),
         [Img("cubin", "sm_80"), Img("cubin", "sm_86", uid=1)],
         0,
     ),
     # Native code before code compiled at load, whatever its arch; code
-    # compiled at load by its arch in turn.
+    # compiled at load by its arch in turn (gfx90a code does not run on
+    # gfx942).
     (
         Device(NVPTX, "sm_86"),
         [Img("bitcode", "sm_86", triple=NVPTX), Img("cubin", "sm_80", uid=1)],
@@ -398,7 +384,7 @@ PINNED = [
         ],
         0,
     ),
-    # variant_priority among entries of equal rank.
+    # variant_priority is not read: equal ranks keep the file's order.
     (
         Device(NVPTX, "sm_86"),
         [
@@ -407,7 +393,8 @@ PINNED = [
         ],
         0,
     ),
-    # The code object for the agent's target ID before code for either mode.
+    # The code object for the agent's target ID (native) before code for
+    # either mode (any mode).
     (
         Device(AMDGCN, "gfx90a:xnack+"),
         [Img("amdgpu", "gfx90a"), Img("amdgpu", "gfx90a", "+", uid=1)],
@@ -434,7 +421,7 @@ PINNED = [
 @example(PINNED[8])
 @example(PINNED[9])
 @example(PINNED[10])
-def test_selection_matches_the_model(
+def test_selection_is_the_ranks(
     select: Selector, case: tuple[Device, list[Img], int]
 ) -> None:
     dev, imgs, where = case
@@ -447,13 +434,18 @@ def test_selection_matches_the_model(
     [
         (dev, imgs, want)
         for (dev, imgs, _), want in zip(
-            PINNED, [1, 1, 0, 0, 0, 1, 1, 1, 1, 1, 1], strict=True
+            PINNED, [1, 1, 0, 0, 0, 1, 1, 1, 1, 0, 1], strict=True
         )
     ],
 )
-def test_model_on_the_pinned_cases(dev: Device, imgs: list[Img], want: int) -> None:
-    """The model gives the choices the lit tests check by hand."""
-    assert model(imgs, dev)[0] == want
+def test_pinned_choices(
+    select: Selector, dev: Device, imgs: list[Img], want: int, tmp_path: Path
+) -> None:
+    """The choice each GPU rule gives (the lit tests check the same by
+    hand): the rank's, through kdl-select."""
+    path = tmp_path / "set.bin"
+    pack(path, imgs, dev)
+    assert select(path, dev)["selected"] == want
 
 
 def test_amdgpu_header_matches_llvm_mc(tmp_path: Path) -> None:

@@ -12,24 +12,31 @@
 // (container/OffloadEntries.h, the shim's; --max-inflated, --max-binaries and
 // --max-strings raise its bounds for one input), checks each as the device's
 // offload plugin would (compat/PluginCompat.h), orders the accepted ones as
-// the series does (v3, EntryFit.h: how the entry's arch and ImageKind fit the
-// device) and prints every verdict, the image today's runtime loads (the
-// first accepted) and the series' choice:
+// the loop of series v6 does (GenericDeviceTy::loadBinary: each accepted
+// entry ranked by llvm::object::OffloadDeviceTarget::rank, a stable sort, so
+// that equal ranks keep the container's order) and prints every verdict, the
+// image today's runtime loads (the first accepted) and the series' choice, the
+// first in rank order:
 //
-//   image 0: rejected: sm_80 cubin does not run on compute capability 9.0
-//   image 1: rank 2: sm_90, exact fit
-//   image 2: rank 1: sm_90a, arch-specific fit
+//   image 0: rejected: sm_89 cubin does not run on compute capability 9.0
+//   image 1: rank 2: sm_90, native fit
+//   image 2: rank 1: sm_90a, native fit
 //   first compatible: image 1
-//   selected: image 2 (sm_90a, arch-specific fit); image 1: not chosen
-//   (sm_90, exact fit)
+//   selected: image 2 (sm_90a, native fit); image 1: not chosen (sm_90,
+//   native fit)
 //
-// The runtime tries the accepted images in rank order down to the first
-// compatible one, so the ranks above it are its fallbacks. Exit status: 0 when
-// an image is selected, 1 when the plugin accepts none, 2 for bad arguments or
-// an unreadable file. Bytes from the file that are not printable ASCII are
-// written as \xNN in text output. Of the entry's keys the ranking reads
-// variant_priority alone (release-22.x 0006): --tag is accepted and ignored,
-// with a note.
+// The rank is llvm/Object/OffloadTargetRank.h as the release/22.x backport of
+// the series creates it, compiled from the series' texts (the overlay's
+// CMakeLists.txt); this tool has no rule of its own. The device's target for
+// the rank is the triple and arch of --device as given
+// (triple=amdgcn-amd-amdhsa,arch=gfx942:sramecc+:xnack-), each entry's its
+// "triple", "arch" and ImageKind. The runtime tries the accepted images in
+// rank order down to the first compatible one, so the ranks above it are its
+// fallbacks. Exit status: 0 when an image is selected, 1 when the plugin
+// accepts none, 2 for bad arguments or an unreadable file. Bytes from the file
+// that are not printable ASCII are written as \xNN in text output. The rank
+// reads none of the entry's other keys: --tag is accepted and ignored, with a
+// note.
 //
 // --batch answers many questions in one process: each line of standard input
 // is a JSON object {"device": SPEC, "file": PATH, "tag": TAG (optional)}, and
@@ -41,12 +48,12 @@
 //===----------------------------------------------------------------------===//
 
 #include "DeviceSpec.h"
-#include "EntryFit.h"
 #include "OffloadEntries.h"
 #include "PluginCompat.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Object/OffloadBinary.h"
+#include "llvm/Object/OffloadTargetRank.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
@@ -76,8 +83,8 @@ static cl::opt<std::string>
 
 static cl::opt<std::string>
     RequiredTag("tag",
-                cl::desc("Accepted and ignored: the ranking (series v3) reads "
-                         "no variant_tag"),
+                cl::desc("Accepted and ignored: the rank reads no "
+                         "variant_tag"),
                 cl::value_desc("TAG"), cl::cat(SelectCategory));
 
 static cl::opt<bool> JSONOutput("json",
@@ -143,7 +150,7 @@ struct Verdict {
   /// Why the plugin rejects the image or, if it accepts it, how it fits.
   std::string Detail;
   /// How an accepted image ranks for the device.
-  kdl::EntryRank Rank;
+  OffloadTargetRank Rank;
   /// Position among the accepted images, best first (1-based), if accepted.
   unsigned Position = 0;
 };
@@ -162,7 +169,7 @@ struct Answer {
   std::string Text;
   int Status = ExitSelected;
   std::string Error;
-  /// Set when a tag was asked for: the ranking reads no variant_tag.
+  /// Set when a tag was asked for: the rank reads no variant_tag.
   bool TagIgnored = false;
 };
 } // namespace
@@ -186,11 +193,9 @@ static std::string describe(const Verdict &V) {
   raw_string_ostream OS(Out);
   StringRef Arch = V.Entry->Keys.Arch;
   OS << (Arch.empty() ? StringRef("no arch") : Arch) << ", "
-     << kdl::getEntryFitName(V.Rank.Fit) << " fit";
-  if (V.Rank.JIT)
+     << getOffloadTargetFitName(V.Rank.Fit) << " fit";
+  if (V.Rank.CompiledAtLoad)
     OS << ", compiled at load";
-  if (V.Rank.Priority)
-    OS << ", variant_priority " << *V.Rank.Priority;
   return Out;
 }
 
@@ -221,6 +226,8 @@ static Answer answer(const Question &Q) {
                            Args->Arch,
                            {Args->ISAs.begin(), Args->ISAs.end()}};
 
+  // The device's target for the rank, as the user names it.
+  OffloadDeviceTarget Target(Args->Triple, Args->Arch);
   SmallVector<Verdict> Verdicts;
   for (const kdl::OffloadEntry &E : Entries) {
     Verdict V;
@@ -228,20 +235,25 @@ static Answer answer(const Question &Q) {
     if (E.MetadataOnly)
       V.Detail = "metadata-only entry (OIF_Metadata): no image";
     else
+      // The candidates: what LLVM 22.1.8's plugins accept
+      // (isPluginCompatible, isDeviceCompatible and the CUDA and AMDGPU
+      // isELFCompatible, compat/PluginCompat.h). It models the plugins
+      // without the series' own acceptance changes (release-22.x 0003: an
+      // arch-specific cubin only on its SM; 0011: PTX), so an sm_100a cubin
+      // is a candidate on 10.3 (the rank says it does not run) and raw PTX
+      // is not one.
       V.Accepted = kdl::pluginAccepts(E.Image, Device, V.Detail);
     if (V.Accepted) {
-      V.Rank = kdl::getEntryRank(E.ImageKind, E.Triple, E.Keys.Arch,
-                                 E.Keys.VariantPriority, Device.TargetID,
-                                 Device.Triple);
+      V.Rank = Target.rank(E.Triple, E.Keys.Arch, E.ImageKind);
       V.Detail = describe(V);
     }
     Verdicts.push_back(std::move(V));
   }
 
-  // The accepted images best first (EntryRank), equal ranks in the file's
-  // order. The
-  // plugin tries them in this order down to the first compatible one, which
-  // it loads if every better one fails to load.
+  // The accepted images best first (OffloadTargetRank's order), equal ranks
+  // in the file's order, as the series' loop sorts them. The plugin tries
+  // them in this order down to the first compatible one, which it loads if
+  // every better one fails to load.
   SmallVector<size_t> Order;
   for (auto [I, V] : enumerate(Verdicts))
     if (V.Accepted)
@@ -258,7 +270,7 @@ static Answer answer(const Question &Q) {
   }
 
   Answer A;
-  // The ranking reads no variant_tag.
+  // The rank reads no variant_tag.
   A.TagIgnored = Q.Tag.has_value();
   json::Array Features;
   for (StringRef Feature : Args->Features)
@@ -274,8 +286,9 @@ static Answer answer(const Question &Q) {
         {"compatible", V.Accepted},
         {"reason", V.Accepted ? "accepted" : "rejected"},
         {"detail", V.Detail},
-        {"fit", V.Accepted ? json::Value(kdl::getEntryFitName(V.Rank.Fit).str())
-                           : nullptr},
+        {"fit", V.Accepted
+                    ? json::Value(getOffloadTargetFitName(V.Rank.Fit).str())
+                    : nullptr},
         // The ranking reads the entry's arch, not the image's header.
         {"processor", nullptr},
         {"priority", orNull(V.Entry->Keys.VariantPriority)},
@@ -464,7 +477,7 @@ int main(int Argc, char **Argv) {
   if (A.Status == ExitBadInput)
     return reportError(A.Error);
   if (A.TagIgnored)
-    WithColor::note(errs()) << "the ranking reads no variant_tag; the tag '"
+    WithColor::note(errs()) << "the rank reads no variant_tag; the tag '"
                             << escaped(RequiredTag) << "' is ignored\n";
   if (JSONOutput) {
     writeDocument(outs(), A.Document, /*Indent=*/2);
