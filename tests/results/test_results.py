@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import statistics
+import struct
 import sys
 from types import ModuleType
 from typing import Any
@@ -113,7 +114,54 @@ def test_results_name_their_files() -> None:
         "offload-dispatch-h100.log",
         "real-runtimes",
         "real-runtimes-v6",
+        "cubin-arch-mark",
     }, gpu
+
+
+def _nv_compat(cubin: bytes) -> tuple[int, dict[int, int]]:
+    """A 64-bit little-endian cubin's e_flags and its .nv.compat records
+    (attribute -> value; records of format 4 carry data, skipped)."""
+    (flags,) = struct.unpack_from("<I", cubin, 48)
+    (shoff,) = struct.unpack_from("<Q", cubin, 40)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", cubin, 58)
+
+    def section(i: int) -> tuple[int, bytes]:
+        name, _, _, _, off, size = struct.unpack_from(
+            "<IIQQQQ", cubin, shoff + i * shentsize
+        )
+        return name, cubin[off : off + size]
+
+    names = section(shstrndx)[1]
+    for i in range(shnum):
+        name, data = section(i)
+        if names[name : names.index(b"\0", name)] == b".nv.compat":
+            records, at = {}, 0
+            while at + 4 <= len(data):
+                fmt, attr, value = struct.unpack_from("<BBH", data, at)
+                at += 4 + (value if fmt == 4 else 0)
+                if fmt in (2, 3):
+                    records[attr] = value
+            return flags, records
+    raise AssertionError("no .nv.compat section")
+
+
+def test_nvcc_marks_arch_specific_cubins_in_nv_compat_not_e_flags() -> None:
+    """results/gpu/cubin-arch-mark/: nvcc 13.0's cubins as committed."""
+    where = RESULTS / "gpu" / "cubin-arch-mark"
+    read = {
+        p.stem.removeprefix("k-"): _nv_compat(p.read_bytes())
+        for p in where.glob("k-*.cubin")
+    }
+    assert set(read) == {"sm_90", "sm_90a", "sm_100", "sm_100a", "sm_100f"} | {
+        "sm_120",
+        "sm_120a",
+    }
+    for arch, (flags, records) in read.items():
+        base = arch.rstrip("af")
+        assert flags == read[base][0], arch  # e_flags: the base SM's
+        assert records[9] == (1 if arch.endswith("a") else 0), arch
+    # The family-specific cubin's compatibility records are the base one's.
+    assert read["sm_100f"] == read["sm_100"]
 
 
 def test_test_suite_benchmark_ran_on_the_gpu() -> None:
