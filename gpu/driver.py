@@ -6,8 +6,7 @@ section under --out, rewritten after every section so a call cut short still
 returns what it measured. Statistics are NOT computed here: kdl/results/gpureport.py
 turns the raw files into results/gpu/ on the developer's machine.
 
-Sections: env, layers (CUDA driver API and liboffload, cold and warm; the
-cost of choosing in process is `kdl bench`'s, on any CPU), gemm (SASS mix,
+Sections: env, layers (CUDA driver API and liboffload, cold and warm), gemm (SASS mix,
 cold load of each image, kernel time and correctness), probe (LLVM 22
 liboffload on raw and OffloadBinary inputs, plain and behind the preloaded
 shim), cost (olCreateProgram of the

@@ -63,27 +63,6 @@ def test_clang_selection_follows_its_log() -> None:
     assert doc["clang_descriptor_order"] == ["sm_90a", "sm_90"]
 
 
-def test_runtime_select_follows_its_log() -> None:
-    doc = _load("gpu/runtime-select-h100.json")
-    log = (RESULTS / "gpu" / "runtime-select-h100.log").read_text()
-    parsed = _report_module("runtime_select_report").parse(log)
-    assert doc["device"] == parsed["device"]
-    assert doc["variants"] == parsed["variants"]
-    ran = {
-        (variant, stack): result["ran"]
-        for variant, stacks in doc["variants"].items()
-        for stack, result in stacks.items()
-    }
-    # What the README says about this run: with the shim, runtime_select runs
-    # the object kdl-select chose; LLVM 22 alone refuses the container.
-    assert doc["kdl_select_sm_90"] == {"first_compatible": 1, "selected": 2}
-    assert ran[("rs", "shim")] == ["sm_90a cubin"]
-    assert ran[("rs", "llvm22")] == []
-    assert ran[("so-1", "llvm22")] == ["sm_90 cubin"]
-    assert ran[("so-2", "llvm22")] == ["sm_90a cubin"]
-    assert ran[("so-0", "llvm22")] == []
-
-
 def test_results_name_their_files() -> None:
     """Every file in results/ is one of the kinds checked somewhere."""
     known = {
@@ -102,9 +81,6 @@ def test_results_name_their_files() -> None:
         "image-choice.md",
         "clang-selection-h100.json",
         "clang-selection-h100.log",
-        "shim-probe-h100.json",
-        "runtime-select-h100.json",
-        "runtime-select-h100.log",
         "ranking-cost",
         "offload-dispatch-h100.json",
         "offload-dispatch-h100.log",
