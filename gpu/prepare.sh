@@ -118,7 +118,7 @@ fi
 (
   cd "$ROOT"
   v=$(git describe --always --tags 2>/dev/null || echo unknown)
-  [ -n "$(git status --porcelain --untracked-files=no -- gpu shim overlay patches 2>/dev/null)" ] && v=$v-dirty
+  [ -n "$(git status --porcelain --untracked-files=no -- gpu overlay patches 2>/dev/null)" ] && v=$v-dirty
   echo "$v"
 ) >"$OUT/VERSION"
 "$LLVM/bin/llvm-config" --version >"$OUT/LLVM_VERSION"
