@@ -81,7 +81,6 @@ def test_results_name_their_files() -> None:
         "image-choice.md",
         "clang-selection-h100.json",
         "clang-selection-h100.log",
-        "ranking-cost",
         "offload-dispatch-h100.json",
         "offload-dispatch-h100.log",
         "real-runtimes",
