@@ -6,12 +6,10 @@ section under --out, rewritten after every section so a call cut short still
 returns what it measured. Statistics are NOT computed here: kdl/results/gpureport.py
 turns the raw files into results/gpu/ on the developer's machine.
 
-Sections: env, layers (CUDA driver API and liboffload, cold and warm; the
-cost of choosing in process is `kdl bench`'s, on any CPU), gemm (SASS mix,
+Sections: env, layers (CUDA driver API and liboffload, cold and warm), gemm (SASS mix,
 cold load of each image, kernel time and correctness), probe (LLVM 22
 liboffload on raw and OffloadBinary inputs, plain and behind the preloaded
-shim), cost (olCreateProgram of the
-chosen image alone and ranked inside containers of 1, 4 and 64 images).
+shim when build/gpu/lib has one; the shim is retired).
 """
 
 from __future__ import annotations
@@ -33,22 +31,11 @@ GPU = ROOT / "build" / "gpu"
 IMG = GPU / "img"
 OB = GPU / "ob"
 
-# name -> (cold processes, warm samples, GEMM rounds, select warm samples,
-# cold processes per variant of the ranking-cost section)
+# name -> (cold processes, warm samples, GEMM rounds, select warm samples)
 COUNTS = {
-    "smoke": dict(cold=3, warm=50, rounds=10, load=2, cost_cold=3),
-    "full": dict(cold=50, warm=2000, rounds=200, load=30, cost_cold=120),
+    "smoke": dict(cold=3, warm=50, rounds=10, load=2),
+    "full": dict(cold=50, warm=2000, rounds=200, load=30),
 }
-
-# The ranking-cost section: olCreateProgram of the image the ranking chooses
-# on a 9.0 device (sm_90a), alone and inside containers of 1, 4 and 64
-# images. The raw image runs with and without the shim, so the shim's own
-# interposition is seen apart from what choosing costs.
-COST_CONTAINERS = (
-    ("1", "cost-1.bin"),
-    ("4", "order-ascending.bin"),
-    ("64", "sel-64.bin"),
-)
 
 # The images of the "what the choice is worth" table, with their marker.
 GEMM_IMAGES = [
@@ -248,48 +235,6 @@ def layers(bindir: Path, c: dict[str, int]) -> dict[str, Any]:
     return out
 
 
-def cost(bindir: Path, c: dict[str, int]) -> dict[str, Any]:
-    """Cold and warm olCreateProgram: raw chosen image vs ranked containers."""
-    lo = str(bindir / "offload_layers")
-    shim = shim_path()
-    if shim is None:
-        raise SystemExit("cost: no shim in build/gpu/lib (run gpu/prepare.sh)")
-    preload = {"LD_PRELOAD": str(shim), "KDL_SHIM_TIMING": "1"}
-    raw = str(IMG / "gemm.sm_90a.cubin")
-    jobs: list[tuple[str, list[str], dict[str, str]]] = [
-        ("raw", [lo, "cold", raw], {}),
-        ("raw+shim", [lo, "cold", raw], preload),
-    ]
-    for n, f in COST_CONTAINERS:
-        jobs.append((f"container-{n}+shim", [lo, "cold", str(OB / f)], preload))
-    # With every symbol bound at start-up (LD_BIND_NOW), a first call pays no
-    # lazy binding: what the shim, an out-of-tree library, adds to the first
-    # olCreateProgram of a process for that alone.
-    bind_now = {"LD_BIND_NOW": "1"}
-    jobs.append(("raw,bind-now", [lo, "cold", raw], bind_now))
-    jobs.append(
-        (
-            "container-4+shim,bind-now",
-            [lo, "cold", str(OB / "order-ascending.bin")],
-            {**preload, **bind_now},
-        )
-    )
-    log(f"cost: {len(jobs)} cold series x {c['cost_cold']} processes, interleaved")
-    out: dict[str, Any] = {
-        "files": {
-            name: {"file": Path(argv[2]).name, "bytes": Path(argv[2]).stat().st_size}
-            for name, argv, _ in jobs
-        },
-        "cold": cold_series(jobs, c["cost_cold"]),
-    }
-    log("cost: warm series")
-    out["warm"] = {
-        name: run_json([lo, "warm", argv[2], str(c["warm"])], extra, 300)
-        for name, argv, extra in jobs
-    }
-    return out
-
-
 def sass_mix(path: Path) -> dict[str, Any]:
     text = sh(["cuobjdump", "--dump-sass", str(path)])
     ops: dict[str, int] = {}
@@ -373,7 +318,6 @@ def main() -> int:
         "layers": ["layers"],
         "gemm": ["gemm"],
         "probe": ["probe"],
-        "cost": ["cost"],
         "all": ["probe", "gemm", "layers"],
     }[a.config]
     a.out.mkdir(parents=True, exist_ok=True)
@@ -398,8 +342,6 @@ def main() -> int:
             doc["gemm"] = gemm(a.bin, c)
         elif s == "probe":
             doc["probe"] = probe(a.bin)
-        elif s == "cost":
-            doc["cost"] = cost(a.bin, c)
         doc.setdefault("section_seconds", {})[s] = round(time.monotonic() - t0, 1)
         path.write_text(json.dumps(doc))
         log(f"section {s} done in {doc['section_seconds'][s]} s -> {path}")

@@ -69,8 +69,6 @@ pack nothing-fits.bin sm_80 sm_86
 # Selection benchmark inputs: 1, 8 and 64 real images; the device's own
 # (sm_90) image sits last, so first-wins scans them all too.
 pack sel-1.bin sm_90
-# The ranking-cost section: the image chosen on a 9.0 device, alone in a container.
-pack cost-1.bin sm_90a
 pack sel-8.bin sm_80 sm_86 sm_89 compute_80 sm_100 sm_120 sm_90a sm_90
 args=()
 for tag in t0 t1 t2 t3 t4 t5 t6 t7; do
@@ -118,7 +116,7 @@ fi
 (
   cd "$ROOT"
   v=$(git describe --always --tags 2>/dev/null || echo unknown)
-  [ -n "$(git status --porcelain --untracked-files=no -- gpu shim overlay patches 2>/dev/null)" ] && v=$v-dirty
+  [ -n "$(git status --porcelain --untracked-files=no -- gpu overlay patches 2>/dev/null)" ] && v=$v-dirty
   echo "$v"
 ) >"$OUT/VERSION"
 "$LLVM/bin/llvm-config" --version >"$OUT/LLVM_VERSION"

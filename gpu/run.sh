@@ -2,7 +2,7 @@
 # gpu/run.sh CONFIG [COUNTS] - the GPU harness, run ON THE DEVICE MACHINE from
 # the repository root:
 #
-#   CONFIG  probe | layers | gemm | cost | all   (what to measure; see gpu/README.md)
+#   CONFIG  probe | layers | gemm | all   (what to measure; see gpu/README.md)
 #   COUNTS  full (default) | smoke           (smoke: a few samples, to check)
 #
 # Needs: .deb/ (Debian's LLVM 22 packages: libllvm22, liboffload-22,
@@ -12,7 +12,7 @@
 # with the device's nvcc against its CUDA driver and the carried liboffload,
 # and writes raw JSON and a log under $OUT (default build/gpu-out).
 set -euo pipefail
-CONFIG=${1:?usage: bash gpu/run.sh probe|layers|gemm|cost|all [full|smoke]}
+CONFIG=${1:?usage: bash gpu/run.sh probe|layers|gemm|all [full|smoke]}
 COUNTS=${2:-full}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${OUT:-$ROOT/build/gpu-out}

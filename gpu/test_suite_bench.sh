@@ -8,12 +8,12 @@
 # prepare takes what the overlay build made of the test-suite series (kdl
 # build: the benchmark against LLVM 22's liboffload through
 # overlay/test-suite/OffloadMainAPI.h, and its sm_80, sm_90 and sm_90a images
-# of kernel.c built by clang-22 plus their OffloadBinary), Debian's
-# libbenchmark and the shim. run starts the benchmark twice, as the suite's
-# lit runner would but with google-benchmark's JSON output: on LLVM 22's
-# liboffload alone, and with the shim preloaded (which ranks the
-# OffloadBinary's images), then once more with KDL_INFO to log which image
-# the shim chose (not timed); it writes $OUT/offload-dispatch.{log,json}.
+# of kernel.c built by clang-22 plus their OffloadBinary) and Debian's
+# libbenchmark. run starts the benchmark as the suite's lit runner would but
+# with google-benchmark's JSON output, on LLVM 22's liboffload; it writes
+# $OUT/offload-dispatch.{log,json}. (The committed
+# results/gpu/offload-dispatch-h100.json also has a run with the shim
+# preloaded, retired since.)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=gpu/common.sh
@@ -29,7 +29,6 @@ prepare() {
   cp "$built"/test-suite/MicroBenchmarks/Offload/{kernel.*.img,kernel.offload,images.txt} \
     "$TS/images/"
   cp -L /usr/lib/x86_64-linux-gnu/libbenchmark.so.1debian "$TS/lib/"
-  cp "$built/lib/libkdl-offload-shim.so" "$TS/lib/"
   kdl_record_versions "$TS" "$llvm/bin/clang"
 }
 
@@ -45,14 +44,6 @@ run() {
     echo "== LLVM 22"
     "$TS/OffloadDispatch" "${args[@]}" --benchmark_out="$OUT/llvm22.json" \
       "$TS/images" >/dev/null || echo "exit $?"
-    echo "== LLVM 22 + shim"
-    LD_PRELOAD=$TS/lib/libkdl-offload-shim.so "$TS/OffloadDispatch" \
-      "${args[@]}" --benchmark_out="$OUT/shim.json" "$TS/images" >/dev/null ||
-      echo "exit $?"
-    echo "== LLVM 22 + shim: the image chosen from the OffloadBinary (KDL_INFO)"
-    LD_PRELOAD=$TS/lib/libkdl-offload-shim.so KDL_INFO=1 "$TS/OffloadDispatch" \
-      --benchmark_filter=offload --benchmark_min_time=0.000001 "$TS/images" \
-      2>&1 >/dev/null | sort | uniq -c || echo "exit $?"
   } 2>&1 | tee "$OUT/offload-dispatch.log"
   python3 - "$OUT" "$TS" "$(kdl_device)" >"$OUT/offload-dispatch.json" <<'PY'
 import json, sys
@@ -64,7 +55,7 @@ doc = {
     "clang": (ts / "CLANG_VERSION").read_text().strip(),
     "ptxas": (ts / "PTXAS_VERSION").read_text().strip(),
 }
-for stack in ("llvm22", "shim"):
+for stack in ("llvm22",):
     f = out / f"{stack}.json"
     doc[stack] = json.loads(f.read_text()) if f.is_file() else None
 print(json.dumps(doc, indent=1))

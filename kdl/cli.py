@@ -258,16 +258,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     p = add(
-        "bench", "results.bench:cmd_bench", "measure selection cost against first-wins"
-    )
-    p.add_argument(
-        "--output", type=Path, metavar="FILE", help="results/selection-bench.json"
-    )
-    p.add_argument(
-        "--quick", action="store_true", help="a few rounds only (a smoke test)"
-    )
-
-    p = add(
         "results",
         "results.commands:cmd_results",
         "import a GPU raw file, or regenerate the GPU reports in results/gpu/",

@@ -5,8 +5,8 @@ Builds ``overlay/fuzz/OffloadTargetRankFuzzer.cpp`` with the rank as the
 overlay build compiles it into kdl-select (``OffloadTargetRank.cpp`` and the
 LLVM sources the release/22.x backport changes, from the series' texts in
 ``build/overlay/src-rank``, linked ahead of LLVM 22's static libraries), the
-plugins' acceptance test and the container reader the shim and kdl-select
-share, using clang 22 with ``-fsanitize=fuzzer,address,undefined``; seeds a fresh
+plugins' acceptance test and the container reader kdl-select uses,
+using clang 22 with ``-fsanitize=fuzzer,address,undefined``; seeds a fresh
 corpus with the committed OffloadBinary fixtures (``tests/data/offload/*.bin``:
 versions 1 and 2, and version 3 as LLVM main writes it, uncompressed, zstd and
 zlib, which the lit suite does not pack) and the files the lit suite packed
@@ -43,8 +43,7 @@ FIXTURE_SEEDS = paths.ROOT / "tests" / "data" / "offload"
 
 def build_fuzzer(build_dir: Path, out: Path) -> Path:
     """Compile the fuzz target with the rank's texts the overlay build in
-    *build_dir* wrote (``src-rank``) and the key struct it copied for the
-    container reader (``kdl-select-keys``)."""
+    *build_dir* wrote (``src-rank``)."""
     from kdl.build.ranktexts import LIBS, llvm_files
     from kdl.series.model import load
 
@@ -66,7 +65,6 @@ def build_fuzzer(build_dir: Path, out: Path) -> Path:
         "-fno-sanitize=vptr",
         "-fno-sanitize-recover=undefined",
         f"-I{rank_src / 'llvm' / 'include'}",
-        f"-I{build_dir / 'kdl-select-keys'}",
         f"-I{compat}",
         f"-I{paths.OVERLAY_SRC / 'container'}",
         f"-I{prefix / 'include'}",
@@ -85,7 +83,6 @@ def build_fuzzer(build_dir: Path, out: Path) -> Path:
     # done again only when the command or a file it reads changed.
     inputs = [
         *sorted(p for p in rank_src.rglob("*") if p.is_file()),
-        *sorted(p for p in (build_dir / "kdl-select-keys").rglob("*") if p.is_file()),
         *sorted(
             p for d in (compat, paths.OVERLAY_SRC / "container") for p in d.glob("*.*")
         ),

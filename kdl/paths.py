@@ -12,11 +12,6 @@ SERIES = PATCHES / "series"
 BACKPORT_SERIES = PATCHES / "release-22.x" / "series"
 #: What needs an RFC, a producer or a consumer before it can be posted.
 PROPOSALS_SERIES = PATCHES / "proposals" / "series"
-#: Series v2, whose ranking library (FrontendOffloading's ImageRanking) the
-#: workspace's own tools still build against LLVM 22: the overlay, kdl-select,
-#: the shim, the fuzzer and the lit suite. Series v3 ranks inside the
-#: plugins' OffloadBinary loop instead (patches/release-22.x).
-RANKING_LIBRARY_SERIES = PATCHES / "versions" / "v2" / "series"
 #: The llvm-test-suite series (its own index, applied to llvm-test-suite).
 TEST_SUITE_SERIES = PATCHES / "test-suite" / "series"
 LLVM_TESTS = ROOT / "llvm-tests"
@@ -26,7 +21,7 @@ REAL_TREE_RESULTS = RESULTS / "real-trees"
 RFC_OUT = ROOT / "rfc" / "out"
 OVERLAY_SRC = ROOT / "overlay"
 BUILD = ROOT / "build"
-#: Where the overlay build (the series' new files against LLVM 22) goes.
+#: Where the overlay build (what the real trees cannot host, on LLVM 22) goes.
 OVERLAY_BUILD = BUILD / "overlay"
 
 

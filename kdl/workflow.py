@@ -12,7 +12,6 @@ went.
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import sys
@@ -40,14 +39,6 @@ def _pytest_argv(junit: Path, full: bool) -> list[str]:
     if workers > 1:
         argv += ["-n", str(workers), "--dist", "worksteal"]
     return [*argv, "tests"]
-
-
-#: gtest's JSON report of the series' unit tests; the RFC counts it.
-UNITTEST_RESULTS = paths.RESULTS / "unittests.json"
-
-
-def _unittest_argv(unittests: Path) -> list[str]:
-    return [str(unittests), f"--gtest_output=json:{UNITTEST_RESULTS}"]
 
 
 def _draft_and_check_rfc() -> tuple[list[Path], list[str]]:
@@ -142,16 +133,15 @@ def real_trees(*, bench: bool = False) -> tuple[int, int, list[str], list[str]]:
 
 
 def cmd_all(args: argparse.Namespace) -> int:
-    """The series on the real trees; the overlay, its unit tests and the lit
-    suite with LLVM 22's tools and with main's; the RFC drafts."""
+    """The series on the real trees; the overlay and the lit suite with LLVM
+    22's tools and with main's; the RFC drafts."""
     from kdl.build.lit import run_lit
-    from kdl.build.litmain import NOT_RUN, run_lit_main
+    from kdl.build.litmain import run_lit_main
     from kdl.build.overlay import build_overlay
 
     start = time.monotonic()
     r_pass, r_fail, real_problems, real_lines = real_trees(bench=True)
     overlay = build_overlay()
-    unit = proc.run(_unittest_argv(overlay.unittests), check=False)
     lit = run_lit(overlay=overlay)
     lit_main = run_lit_main(overlay.bin_dir)
     posts, problems = _draft_and_check_rfc()
@@ -161,12 +151,9 @@ def cmd_all(args: argparse.Namespace) -> int:
     for line in [*real_lines, *real_problems]:
         print(line)
     print(f"overlay build:  {overlay.build_dir}")
-    state = "passed" if unit.returncode == 0 else "FAILED"
-    print(f"unit tests:     {UNITTEST_RESULTS} ({state})")
     print(f"lit results:    {lit.results_file} ({lit.summary()}; LLVM 22's tools)")
     print(
-        f"lit results:    {lit_main.results_file} ({lit_main.summary()}; "
-        f"main's tools, not run: {', '.join(NOT_RUN)})"
+        f"lit results:    {lit_main.results_file} ({lit_main.summary()}; main's tools)"
     )
     for post in posts:
         print(f"RFC draft:      {post}")
@@ -174,24 +161,13 @@ def cmd_all(args: argparse.Namespace) -> int:
     print(f"done in {time.monotonic() - start:.0f} s")
     real_ok = not real_problems and r_fail == 0 and r_pass > 0
     lit_ok = lit.ok and lit_main.ok
-    return 0 if lit_ok and unit.returncode == 0 and not problems and real_ok else 1
+    return 0 if lit_ok and not problems and real_ok else 1
 
 
 def _step(name: str, argv: list[str]) -> bool:
     print(f"\n=== {name}: {proc.quote(argv)}", flush=True)
     result = proc.run(argv, cwd=paths.ROOT, capture=False, check=False)
     return result.returncode == 0
-
-
-def _gtest_counts(report: Path) -> tuple[int, int]:
-    """(passed, failed) from gtest's JSON report; (0, 0) if there is none."""
-    try:
-        data = json.loads(report.read_text())
-    except (OSError, ValueError):
-        return 0, 0
-    tests, failures = int(data.get("tests", 0)), int(data.get("failures", 0))
-    disabled = int(data.get("disabled", 0))
-    return tests - failures - disabled, failures
 
 
 def _pytest_counts(report: Path) -> tuple[int, int, int]:
@@ -208,11 +184,11 @@ def _pytest_counts(report: Path) -> tuple[int, int, int]:
 
 
 def cmd_selftest(args: argparse.Namespace) -> int:
-    """Lint, build the overlay, run its unit tests, pytest, lit, the RFC check.
+    """Lint, build the overlay, run pytest, lit, the fuzzer, the RFC check.
 
     The fast tier leaves out pytest's slow tests and fuzzes for less time;
-    ``--full`` (CI) runs everything. The closing line counts tests (gtest,
-    pytest and lit together), not stages; a stage that runs no test, or
+    ``--full`` (CI) runs everything. The closing line counts tests (the
+    real trees', pytest's and lit's together), not stages; a stage that runs no test, or
     skips one, fails.
     """
     full = bool(getattr(args, "full", False))
@@ -255,11 +231,6 @@ def cmd_selftest(args: argparse.Namespace) -> int:
     print("\n=== overlay build", flush=True)
     overlay = build_overlay()
 
-    UNITTEST_RESULTS.unlink(missing_ok=True)
-    _step("unit tests (gtest)", _unittest_argv(overlay.unittests))
-    g_pass, g_fail = _gtest_counts(UNITTEST_RESULTS)
-    stage("unit tests", g_pass > 0 and g_fail == 0, f"{g_pass} passed, {g_fail} failed")
-
     junit = paths.BUILD / "pytest.xml"
     junit.unlink(missing_ok=True)
     _step("pytest" if full else "pytest (fast tier)", _pytest_argv(junit, full))
@@ -275,7 +246,7 @@ def cmd_selftest(args: argparse.Namespace) -> int:
     stage("lit", lit.ok, lit.summary())
     lit_passed, lit_failed = lit.passed, lit.failed + lit.unsupported
     if full:
-        from kdl.build.litmain import NOT_RUN, run_lit_main
+        from kdl.build.litmain import run_lit_main
 
         print("\n=== lit suite (llvm-tests), main's tools (the sid root)", flush=True)
         try:
@@ -285,7 +256,7 @@ def cmd_selftest(args: argparse.Namespace) -> int:
             lit_failed += main_lit.failed + main_lit.unsupported
         except WorkspaceError as exc:
             ok, detail = False, str(exc)
-        stage("lit, main's tools", ok, f"{detail}; not run: {', '.join(NOT_RUN)}")
+        stage("lit, main's tools", ok, detail)
 
     print(
         f"\n=== libFuzzer on the ranking and the container reader "
@@ -302,8 +273,8 @@ def cmd_selftest(args: argparse.Namespace) -> int:
         print(line)
     stage("rfc --check", not problems, f"{len(posts)} drafts, {len(problems)} problems")
 
-    passed = g_pass + p_pass + lit_passed + r_pass
-    failed = g_fail + p_fail + p_skip + lit_failed + r_fail
+    passed = p_pass + lit_passed + r_pass
+    failed = p_fail + p_skip + lit_failed + r_fail
     print()
     for line in stages.values():
         print(f"  {line}")

@@ -16,7 +16,6 @@
 #   kdl_tools_dir    the series' tools (kdl-select) [<repo>/build/overlay/bin]
 #   kdl_python       Python with the kdl package [<repo>/.venv/bin/python]
 #   test_exec_root   where %t files go [<repo>/build/llvm-tests]
-#   host_offload     0/1: skip or force the host offloading probe [probe]
 #
 # Modelled on llvm/test/lit.cfg.py and llvm/utils/lit/lit/llvm/config.py
 # (llvm-project 4f6c409c4d628e4d191578c9f1137526bb6121d9).
@@ -150,36 +149,29 @@ config.substitutions.append(
     )
 )
 config.substitutions.append(("%kdl-inspect", kdl_cmd + " inspect"))
-# #gpu.runtime_select: %mlir-translate and %mlir-opt are kdl's MLIR tools run
+# #gpu.runtime_select (patches/proposals): %mlir-translate and %mlir-opt are
+# kdl's MLIR tools built against main's MLIR (kdl/build/mlirmain.py), run
 # through Inputs/runtime-select.py (it says why); %series-src holds the
-# series' files, whose mlir/test files run as they are. By default the
-# overlay's MLIR 22 tools and series v2 as the overlay build extracted it;
-# with main's tools (kdl test --main) the params mlir_tools_dir and
-# mlir_series_src name main's builds and the main series' files
-# (kdl/build/mlirmain.py).
-runtime_select = f"{python_cmd} " + shlex.quote(
-    os.path.join(config.test_source_root, "Inputs", "runtime-select.py")
-)
-mlir_tools_dir = param("mlir_tools_dir", config.kdl_tools_dir)
-for name in ("mlir-translate", "mlir-opt"):
-    tool = lit.util.which("kdl-" + name, mlir_tools_dir)
-    if not tool:
-        lit_config.fatal(
-            f"no kdl-{name} in {mlir_tools_dir} (build the overlay: kdl build)"
-        )
-    config.substitutions.append(("%" + name, f"{runtime_select} {shlex.quote(tool)}"))
-config.substitutions.append(
-    (
-        "%series-src",
-        shlex.quote(param("mlir_series_src", os.path.join(kdl_build_dir, "src"))),
+# proposals' files, whose mlir/test files run as they are. Only main's run
+# (kdl test --main) names them, with the params mlir_tools_dir and
+# mlir_series_src, and only then are the tests of mlir/ supported (mlir-main).
+mlir_tools_dir = lit_config.params.get("mlir_tools_dir")
+if mlir_tools_dir:
+    runtime_select = f"{python_cmd} " + shlex.quote(
+        os.path.join(config.test_source_root, "Inputs", "runtime-select.py")
     )
-)
-# Which #gpu.runtime_select the MLIR tools carry: the proposal's, built
-# against main's MLIR (mlir-main), or series v2's against MLIR 22 (mlir-22).
-# A test of the other one is unsupported, not failed.
-config.available_features.add(
-    "mlir-main" if lit_config.params.get("mlir_series_src") else "mlir-22"
-)
+    for name in ("mlir-translate", "mlir-opt"):
+        tool = lit.util.which("kdl-" + name, mlir_tools_dir)
+        if not tool:
+            lit_config.fatal(f"no kdl-{name} in {mlir_tools_dir} (mlir_tools_dir)")
+        config.substitutions.append(
+            ("%" + name, f"{runtime_select} {shlex.quote(tool)}")
+        )
+    series_src = lit_config.params.get("mlir_series_src")
+    if not series_src:
+        lit_config.fatal("mlir_tools_dir needs mlir_series_src")
+    config.substitutions.append(("%series-src", shlex.quote(series_src)))
+    config.available_features.add("mlir-main")
 config.substitutions.append(("%kdl-select", kdl_select_cmd))
 
 required = [
@@ -268,57 +260,6 @@ offload_binary_version = probe_offload_binary_version()
 if offload_binary_version is not None:
     features.add(f"offload-binary-v{offload_binary_version}")
 
-
-def probe_host_offload():
-    """Build and run an OpenMP target region on the x86_64 host plugin.
-
-    True only if the region ran on an offload device (omp_is_initial_device()
-    is 0 inside it), i.e. clang, the linker wrapper, libomptarget and its
-    host plugin all work here.
-    """
-    source = (
-        "#include <omp.h>\n"
-        "int main(void) {\n"
-        "  int initial = 1;\n"
-        "#pragma omp target map(from : initial)\n"
-        "  initial = omp_is_initial_device();\n"
-        "  return initial;\n"
-        "}\n"
-    )
-    with tempfile.TemporaryDirectory(prefix="kdl-lit-") as tmp:
-        src = os.path.join(tmp, "probe.c")
-        exe = os.path.join(tmp, "probe")
-        with open(src, "w") as f:
-            f.write(source)
-        try:
-            build = subprocess.run(
-                [
-                    clang,
-                    "-fopenmp",
-                    "-fopenmp-targets=" + config.host_triple,
-                    src,
-                    "-o",
-                    exe,
-                ],
-                capture_output=True,
-                timeout=120,
-                check=False,
-            )
-            if build.returncode != 0:
-                return False
-            run = subprocess.run([exe], capture_output=True, timeout=60, check=False)
-            return run.returncode == 0
-        except (OSError, subprocess.TimeoutExpired):
-            return False
-
-
-host_offload = lit_config.params.get("host_offload")
-if host_offload is None:
-    host_offload = bool(clang) and probe_host_offload()
-else:
-    host_offload = lit.util.pythonize_bool(host_offload)
-if host_offload:
-    features.add("host-offload")
 
 lit_config.note(f"llvm_tools_dir: {config.llvm_tools_dir}")
 lit_config.note(f"kdl_tools_dir: {config.kdl_tools_dir}")

@@ -44,8 +44,8 @@ def isolate(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 def workspace(tmp_path: Path) -> Path:
     """A copy of what the posts are drawn from: templates, results, patches.
 
-    The lit and unit-test counts a post quotes are written by each run and
-    not committed; the copy gets fixed ones (tests/data/rfc/run/).
+    The lit counts a post quotes are written by each run and not committed;
+    the copy gets fixed ones (tests/data/rfc/run/).
     """
     root = tmp_path / "ws"
     if not root.exists():
@@ -53,7 +53,6 @@ def workspace(tmp_path: Path) -> Path:
             shutil.copytree(paths.ROOT / part, root / part)
         (root / "results" / "lit").mkdir(exist_ok=True)
         shutil.copy(DATA / "run" / "summary.json", root / "results/lit/summary.json")
-        shutil.copy(DATA / "run" / "unittests.json", root / "results/unittests.json")
     return root
 
 

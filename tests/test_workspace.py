@@ -53,10 +53,9 @@ def test_overlay_cache_of_another_workspace_is_configured_again(
     )
     (build / "stale").write_text("from the other workspace")
     assert overlay.configured_for(build) == Path("/elsewhere/kdl/overlay")
-    src, rank = tmp_path / "src", tmp_path / "src-rank"
-    overlay.extract_series(src)
+    rank = tmp_path / "src-rank"
     overlay.extract_rank(rank)
-    overlay._configure(build, src, rank, paths.default_llvm_prefix())
+    overlay._configure(build, rank, paths.default_llvm_prefix())
     assert not (build / "stale").exists()
     assert overlay.configured_for(build) == paths.OVERLAY_SRC.resolve()
 
@@ -95,7 +94,7 @@ LICENSE = (
 def test_every_c_family_source_opens_with_the_banner_and_license() -> None:
     """LLVM's file banner (one 80-column line) and the kdl licence lines."""
     sources = c_family_sources()
-    assert len(sources) > 30
+    assert len(sources) > 20
     missing = []
     for f in sources:
         head = (paths.ROOT / f).read_text().splitlines()[:8]

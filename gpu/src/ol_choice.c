@@ -35,7 +35,7 @@
 
 #include <offload/OffloadAPI.h>
 
-#include "../../shim/tools/ReadFile.h"
+#include "ReadFile.h"
 
 #include <dlfcn.h>
 #include <stdio.h>

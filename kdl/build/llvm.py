@@ -337,8 +337,8 @@ def cmd_build(args: argparse.Namespace) -> int:
 
         built = overlay.build_overlay(args.build_dir, args.jobs)
         print(f"overlay build: {built.build_dir}")
-        print(f"  kdl-select:  {built.select_tool}")
-        print(f"  unit tests:  {built.unittests}")
+        print(f"  kdl-select:    {built.select_tool}")
+        print(f"  kdl-rank-diff: {built.rank_diff}")
         return 0
     result = build_llvm(args.llvm, args.build_dir, args.jobs)
     if proc.DRY_RUN:

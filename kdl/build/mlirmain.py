@@ -2,9 +2,9 @@
 
 Main's MLIR is Debian's snapshot (``libmlir-24-dev``, ``mlir-24-tools``) in
 the sid root of the main tree. Its sources are not packaged, so its GPU
-dialect cannot gain an attribute; as for MLIR 22 (``overlay/mlir``), the
-attribute belongs to a stand-in dialect, ``kdl_gpu``
-(``overlay/mlir/RuntimeSelectCompat.h``), and the lit suite respells it
+dialect cannot gain an attribute; the attribute belongs to a stand-in
+dialect, ``kdl_gpu`` (``overlay/mlir/RuntimeSelectCompat.h``, which only this
+build compiles), and the lit suite respells it
 (``llvm-tests/Inputs/runtime-select.py``). What is built from the patch:
 
 1. its hunks on main's packaged headers, applied to them (a hunk that does

@@ -1,28 +1,27 @@
-"""The overlay build: the series' new files compiled against Debian's LLVM 22.
+"""The overlay build: what the real trees cannot host, against Debian's LLVM 22.
 
-No llvm-project checkout exists on the machines this runs on, so the files
-that the series *adds* (``llvm/include/llvm/Frontend/Offloading/ImageRanking.h``,
-``llvm/lib/Frontend/Offloading/ImageRanking.cpp``, the unit test) are taken out
-of ``patches/`` and compiled by the small CMake project in ``overlay/`` against
-the installed LLVM (``find_package(LLVM)``, libLLVM.so, Debian's gtest); what
-main has and LLVM 22 lacks comes from ``overlay/compat/``:
+No llvm-project checkout exists on the machines this runs on. The small CMake
+project in ``overlay/`` builds, against the installed LLVM
+(``find_package(LLVM)``, its static libraries):
 
-1. *Extract*: the series is applied with ``git apply`` to a scratch tree.
-   Hunks on upstream files (CMakeLists.txt, the docs index, the offload
-   runtime) have no base here; they are listed as "not built here". The
-   result is synchronised into ``build/overlay/src`` file by file, so that an
-   unchanged file keeps its timestamp and ninja does not rebuild it. This
-   step runs only when the series, a patch or the installed header changed.
+- ``kdl-select``, ``kdl-rank-diff`` and ``kdl-entries``: ``kdl-select`` and
+  ``kdl-rank-diff`` rank with series v6's rank, compiled from the release/22.x
+  backport's texts (:mod:`kdl.build.ranktexts`, on the 22.1.8 tree's base
+  texts): they are written into ``build/overlay/src-rank`` with
+  ``units.cmake``, the LLVM sources the tools compile and link ahead of LLVM
+  22's libraries, when the backport series changed;
+- llvm-test-suite's OffloadDispatch benchmark from ``patches/test-suite``.
+
+1. *Extract*: the test-suite series is applied with ``git apply`` to a
+   scratch tree. Hunks on upstream files (its CMakeLists.txt) have no base
+   here; they are listed as "not built here". The result is synchronised into
+   ``build/overlay/src-test-suite`` file by file, so that an unchanged file
+   keeps its timestamp and ninja does not rebuild it. This step runs only
+   when the series or a patch changed.
 2. *Configure*: ``cmake -G Ninja`` only when the build directory has no
    ``CMakeCache.txt`` for these sources, or a cache without ``build.ninja``
    (a configure that stopped midway).
 3. *Build*: ``ninja`` (a no-op when nothing changed).
-
-``kdl-select`` ranks with series v6's rank, compiled from the release/22.x
-backport's texts (:mod:`kdl.build.ranktexts`, on the 22.1.8 tree's base
-texts): they are written into ``build/overlay/src-rank`` with
-``units.cmake``, the LLVM sources the tool compiles and links ahead of LLVM
-22's libraries, when the backport series changed.
 """
 
 from __future__ import annotations
@@ -46,8 +45,6 @@ from kdl.series.model import Series, load
 
 log = logging.getLogger("kdl")
 
-#: The upstream file whose series hunk is applied to the installed copy.
-OFFLOAD_BINARY_H = "llvm/include/llvm/Object/OffloadBinary.h"
 #: Bump when the extraction rules change, to force a fresh extraction.
 _EXTRACT_FORMAT = "1"
 _STAMP = ".kdl-extract-stamp"
@@ -64,12 +61,6 @@ class Overlay:
     select_tool: Path
     #: ``bin/kdl-rank-diff``, tools/rank/RankDiff.cpp on kdl-select's rank.
     rank_diff: Path
-    #: ``bin/ImageRankingTests``, the series' unit tests (gtest).
-    unittests: Path
-    #: The series' headers as extracted (``src/llvm/include``).
-    include_dir: Path
-    #: ``lib/libKDLImageRanking.a``, the series' ImageRanking.cpp.
-    library: Path
     bin_dir: Path
     #: ``PATCH: PATH`` for each file of the series that is not compiled here.
     not_built: list[str] = field(default_factory=list)
@@ -81,42 +72,21 @@ def _layout(build_dir: Path, not_built: list[str]) -> Overlay:
         build_dir=build_dir,
         select_tool=bin_dir / "kdl-select",
         rank_diff=bin_dir / "kdl-rank-diff",
-        unittests=bin_dir / "ImageRankingTests",
-        include_dir=build_dir / "src" / "llvm" / "include",
-        library=build_dir / "lib" / "libKDLImageRanking.a",
         bin_dir=bin_dir,
         not_built=not_built,
     )
 
 
-def _installed_header(prefix: Path) -> Path:
-    header = prefix / "include" / OFFLOAD_BINARY_H.removeprefix("llvm/include/")
-    if not header.is_file():
-        raise WorkspaceError(
-            f"{header}: not found; install llvm-22-dev or set KDL_LLVM_PREFIX"
-        )
-    return header
-
-
-def _fingerprint(the_series: Series, header: Path) -> str:
+def _fingerprint(the_series: Series) -> str:
     digest = hashlib.sha256(f"format {_EXTRACT_FORMAT}\n".encode())
     digest.update(the_series.path.read_bytes())
     for patch in the_series.patches:
         digest.update(patch.name.encode() + b"\0" + patch.read())
-    digest.update(header.read_bytes())
     return digest.hexdigest()
 
 
-def _apply_series(the_series: Series, header: Path, tree: Path) -> list[str]:
-    """Apply what can be applied of *the_series* in *tree*; return the rest.
-
-    *header* is the installed ``OffloadBinary.h``: it is copied into the tree
-    only if a patch changes it, so that the hunk can be applied and built.
-    """
-    if any(f.path == OFFLOAD_BINARY_H for p in the_series.patches for f in p.files):
-        target = tree / OFFLOAD_BINARY_H
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(header, target)
+def _apply_series(the_series: Series, tree: Path) -> list[str]:
+    """Apply what can be applied of *the_series* in *tree*; return the rest."""
     not_built: list[str] = []
     for patch in the_series.patches:
         include = []
@@ -141,7 +111,7 @@ def _apply_series(the_series: Series, header: Path, tree: Path) -> list[str]:
         except CommandError as exc:
             raise WorkspaceError(
                 f"{patch.name} does not apply to the overlay tree "
-                f"({', '.join(include)}; {OFFLOAD_BINARY_H} from {header}): "
+                f"({', '.join(include)}): "
                 f"{exc.stderr.strip().splitlines()[-1] if exc.stderr.strip() else exc}"
             ) from exc
         unchanged = [p for p in include if _read(tree / p) == before[p]]
@@ -188,17 +158,13 @@ def sync_files(files: Mapping[Path, Path], dst: Path) -> list[str]:
     return changed
 
 
-def extract_series(
-    src_dir: Path, the_series: Series | None = None, prefix: Path | None = None
-) -> list[str]:
+def extract_series(src_dir: Path, the_series: Series) -> list[str]:
     """Extract the series' buildable files into *src_dir*, if anything changed.
 
     Returns the ``PATCH: PATH`` entries of files that are not built here.
     """
-    the_series = the_series or load(paths.RANKING_LIBRARY_SERIES)
-    header = _installed_header(prefix or paths.default_llvm_prefix())
     stamp = src_dir / _STAMP
-    fingerprint = _fingerprint(the_series, header)
+    fingerprint = _fingerprint(the_series)
     if stamp.is_file() and stamp.read_text() == fingerprint:
         log.debug("overlay: %s is up to date with the series", src_dir)
         return (src_dir / _NOT_BUILT).read_text().splitlines()
@@ -207,7 +173,7 @@ def extract_series(
         return []
     src_dir.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="kdl-extract-", dir=src_dir.parent) as tmp:
-        not_built = _apply_series(the_series, header, Path(tmp))
+        not_built = _apply_series(the_series, Path(tmp))
         changed = _sync(Path(tmp), src_dir)
     (src_dir / _NOT_BUILT).write_text("".join(f"{line}\n" for line in not_built))
     stamp.write_text(fingerprint)
@@ -273,7 +239,7 @@ def configured_for(build_dir: Path) -> Path | None:
     return Path(home) if home else None
 
 
-def _configure(build_dir: Path, src_dir: Path, rank_dir: Path, prefix: Path) -> None:
+def _configure(build_dir: Path, rank_dir: Path, prefix: Path) -> None:
     configured = configured_for(build_dir)
     ours = (
         configured is not None and configured.resolve() == paths.OVERLAY_SRC.resolve()
@@ -307,7 +273,6 @@ def _configure(build_dir: Path, src_dir: Path, rank_dir: Path, prefix: Path) -> 
         paths.OVERLAY_SRC,
         "-B",
         build_dir,
-        f"-DKDL_SERIES_SRC={src_dir}",
         f"-DKDL_RANK_SRC={rank_dir}",
         f"-DKDL_ROOT={paths.ROOT}",
         f"-DLLVM_DIR={prefix / 'lib' / 'cmake' / 'llvm'}",
@@ -358,14 +323,12 @@ def _build_locked(
     jobs = jobs or min(2, os.cpu_count() or 1)
     prefix = paths.default_llvm_prefix()
     start = time.monotonic()
-    src_dir = build_dir / "src"
-    not_built = extract_series(src_dir, prefix=prefix)
-    not_built += extract_series(
-        build_dir / "src-test-suite", load(paths.TEST_SUITE_SERIES), prefix
+    not_built = extract_series(
+        build_dir / "src-test-suite", load(paths.TEST_SUITE_SERIES)
     )
     rank_dir = build_dir / "src-rank"
     extract_rank(rank_dir)
-    _configure(build_dir, src_dir, rank_dir, prefix)
+    _configure(build_dir, rank_dir, prefix)
     linked = _build(build_dir, jobs, targets)
     overlay = _layout(build_dir, not_built)
     if proc.DRY_RUN:
@@ -388,8 +351,6 @@ def _build_locked(
     products = {
         "kdl-select": overlay.select_tool,
         "kdl-rank-diff": overlay.rank_diff,
-        "ImageRankingTests": overlay.unittests,
-        "KDLImageRanking": overlay.library,
     }
     for target, tool in products.items():
         if (not targets or target in targets) and not tool.is_file():

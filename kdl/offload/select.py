@@ -5,7 +5,7 @@ acceptance test (``overlay/compat/PluginCompat.cpp``) and the rank
 (``llvm/Object/OffloadTargetRank.cpp``, compiled from the release/22.x
 backport's texts with the LLVM sources it changes, linked ahead of LLVM
 22's libraries), reading the file with the workspace's container reader
-(the shim's, ``overlay/container/OffloadEntries.h``: OffloadBinary versions
+(``overlay/container/OffloadEntries.h``: OffloadBinary versions
 1 to 3, every offset bounded). This module builds the driver if needed and
 runs it on the user's file; its output, escaping and exit status are the
 driver's: 0 an image was selected, 1 no image is compatible, 2 bad arguments

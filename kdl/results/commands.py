@@ -1,8 +1,7 @@
 """``kdl results``: turn the GPU harness's raw files into results/gpu/.
 
 ``kdl results import RAW`` compacts a raw file from the device machine into
-the committed inputs (the cost section's into ``results/gpu/ranking-cost/``,
-any other into ``results/gpu/raw.json``); ``kdl results report`` regenerates
+the committed input ``results/gpu/raw.json``; ``kdl results report`` regenerates
 every report from the committed inputs, which CI checks it reproduces.
 """
 
@@ -13,7 +12,7 @@ import json
 from pathlib import Path
 
 from kdl.errors import WorkspaceError
-from kdl.results import gpureport, rankingcost, realruntimes
+from kdl.results import gpureport, realruntimes
 
 
 def cmd_results(args: argparse.Namespace) -> int:
@@ -24,12 +23,15 @@ def cmd_results(args: argparse.Namespace) -> int:
             is_cost = "cost" in json.loads(Path(args.raw).read_text())
         except (OSError, ValueError) as exc:
             raise WorkspaceError(f"{args.raw}: not a raw JSON file ({exc})") from None
-        module = rankingcost if is_cost else gpureport
-        print(module.import_raw(Path(args.raw)))
+        if is_cost:
+            raise WorkspaceError(
+                f"{args.raw}: a raw file of the cost section, which measured the "
+                "retired shim; nothing reads it any more"
+            )
+        print(gpureport.import_raw(Path(args.raw)))
         return 0
     for path in [
         *gpureport.write_report(),
-        *rankingcost.write_report(),
         *realruntimes.write_report(),
         *realruntimes.write_report(realruntimes.DIR_V6),
     ]:

@@ -1,9 +1,9 @@
-"""Run the overlay's MLIR tools on a test written for the patched tree.
+"""Run kdl's MLIR tools on a test written for the patched tree.
 
 In llvm-project, ``#gpu.runtime_select`` is an attribute of the GPU dialect.
-The overlay builds it against an installed MLIR 22, whose GPU dialect cannot
-gain attributes, so there it belongs to the ``kdl_gpu`` dialect
-(overlay/mlir/RuntimeSelectCompat.h). This script feeds TOOL the input with
+kdl/build/mlirmain.py builds it against main's packaged MLIR, whose GPU
+dialect cannot gain attributes, so there it belongs to the ``kdl_gpu``
+dialect (overlay/mlir/RuntimeSelectCompat.h). This script feeds TOOL the input with
 the attribute respelled, and respells it back in what TOOL prints, so that
 the series' own tests (their CHECK lines and expected diagnostics) run
 unchanged::

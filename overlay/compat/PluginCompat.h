@@ -21,7 +21,6 @@
 #define KDL_COMPAT_PLUGINCOMPAT_H
 
 #include "llvm/ADT/StringRef.h"
-#include "llvm/Frontend/Offloading/ImageRanking.h"
 #include "llvm/Object/OffloadBinary.h"
 #include "llvm/TargetParser/Triple.h"
 

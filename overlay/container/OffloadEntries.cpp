@@ -55,23 +55,16 @@ static Error malformed(uint64_t Offset, const Twine &What) {
                                Twine(Offset) + ": " + What);
 }
 
-/// Sets the key \p Key of \p E to \p Value if it is one the ranking reads.
+/// Sets the field of \p E that holds the key \p Key, if it has one.
 static void setKey(OffloadEntry &E, StringRef Key, StringRef Value) {
-  using namespace llvm::offloading;
   if (Key == "triple")
     E.Triple = Value;
   else if (Key == "arch")
-    E.Keys.Arch = Value;
-  else if (Key == image_key::VariantPriority)
-    E.Keys.VariantPriority = Value;
-  else if (Key == image_key::VariantTag)
-    E.Keys.VariantTag = Value;
-  else if (Key == image_key::MinSM)
-    E.Keys.MinSM = Value;
-  else if (Key == image_key::MinGFX)
-    E.Keys.MinGFX = Value;
-  else if (Key == image_key::RequiresFeatures)
-    E.Keys.RequiresFeatures = Value;
+    E.Arch = Value;
+  else if (Key == "variant_priority")
+    E.VariantPriority = Value;
+  else if (Key == "variant_tag")
+    E.VariantTag = Value;
 }
 
 namespace {

@@ -7,7 +7,7 @@
 //===----------------------------------------------------------------------===//
 //
 // The workspace's one reader of the OffloadBinary container in C++, shared by
-// the shim (what the runtime is given) and kdl-select (a file). Versions 1, 2
+// kdl-select, kdl-entries and the fuzz target. Versions 1, 2
 // and 3 are read with the rules of kdl/offload/binary.py, the workspace's
 // Python reader, so that both accept the same files with the same entries and
 // refuse the rest: every offset bounded by its binary; a binary's header,
@@ -31,7 +31,6 @@
 #define KDL_CONTAINER_OFFLOADENTRIES_H
 
 #include "llvm/ADT/StringRef.h"
-#include "llvm/Frontend/Offloading/ImageRanking.h"
 #include "llvm/Object/OffloadBinary.h"
 #include "llvm/Support/Error.h"
 
@@ -72,8 +71,8 @@ struct OffloadEntry {
   /// Number of the image, in the order the images appear in the input;
   /// entries of one binary in their stored order.
   unsigned Index = 0;
-  /// Where the input came from, for the caller (the shim: the
-  /// __tgt_device_image; -1 otherwise).
+  /// Where the input came from, as the caller numbers its inputs; -1 when
+  /// it does not.
   int Source = -1;
   /// The executable bytes, in the caller's memory.
   llvm::StringRef Image;
@@ -85,12 +84,16 @@ struct OffloadEntry {
   uint32_t Flags = 0;
   /// Set for an OIF_Metadata entry of a version 2 binary (no image).
   bool MetadataOnly = false;
-  /// The entry's "triple", in the caller's memory.
+  /// The entry's "triple" and "arch", which the rank reads, in the caller's
+  /// memory.
   llvm::StringRef Triple;
-  /// The entry's "arch" and selection keys, in the caller's memory.
-  llvm::offloading::ImageKeys Keys;
+  llvm::StringRef Arch;
+  /// The entry's "variant_priority" and "variant_tag", which kdl-select
+  /// reports and the rank does not read, in the caller's memory.
+  llvm::StringRef VariantPriority;
+  llvm::StringRef VariantTag;
   /// For an entry of a compressed version 3 binary, the inflated binary that
-  /// Image, Triple and Keys are views of, shared by the binary's entries:
+  /// Image and the strings above are views of, shared by the binary's entries:
   /// the views stay valid while a copy of the entry lives. Null when they
   /// are views of the caller's memory.
   std::shared_ptr<const llvm::MemoryBuffer> Storage;

@@ -11,7 +11,7 @@
 // with ASan and UBSan by `kdl fuzz`.
 //
 // Each input is first read as an OffloadBinary container by the workspace's
-// reader (overlay/container/OffloadEntries.h, the shim's and kdl-select's);
+// reader (overlay/container/OffloadEntries.h, kdl-select's);
 // for each of several devices every entry it yields is checked by the
 // plugins' acceptance test (overlay/compat/PluginCompat.h) and ranked as
 // kdl-select ranks it (the entry's triple, arch and ImageKind, all from the
@@ -103,7 +103,7 @@ static void rankContainer(StringRef Buffer) {
     SmallVector<OffloadTargetRank, 8> Ranks;
     std::string Why;
     for (auto [I, E] : enumerate(Entries)) {
-      OffloadTargetRank R = Target.rank(E.Triple, E.Keys.Arch, E.ImageKind);
+      OffloadTargetRank R = Target.rank(E.Triple, E.Arch, E.ImageKind);
       Ranks.push_back(R);
       if (!E.MetadataOnly && kdl::pluginAccepts(E.Image, Plugin, Why))
         Accepted.emplace_back(R, I);

@@ -1,4 +1,4 @@
-//===- RuntimeSelectCompat.cpp - gpu.runtime_select on MLIR 22 ------------===//
+//===- RuntimeSelectCompat.cpp - The kdl_gpu stand-in dialect -------------===//
 //
 // Part of the kdl project, under the Apache License v2.0 with LLVM Exceptions.
 // See https://llvm.org/LICENSE.txt for license information.
@@ -13,8 +13,6 @@
 #include "RuntimeSelectCompat.h"
 
 #include "mlir/IR/DialectImplementation.h"
-
-#include "llvm/Support/Alignment.h"
 
 using namespace mlir;
 
@@ -39,18 +37,6 @@ void kdl_gpu::KDLGPUDialect::printAttribute(Attribute attr,
                                             DialectAsmPrinter &os) const {
   if (isa<gpu::RuntimeSelectAttr>(attr))
     os << gpu::RuntimeSelectAttr::getMnemonic();
-}
-
-llvm::SmallString<0> kdl::compat::writeOffloadBinary(
-    llvm::ArrayRef<llvm::object::OffloadBinary::OffloadingImage> Images) {
-  llvm::SmallString<0> Out;
-  for (const llvm::object::OffloadBinary::OffloadingImage &Image : Images) {
-    llvm::SmallString<0> One = llvm::object::OffloadBinary::write(Image);
-    Out.append(One.begin(), One.end());
-    Out.resize(
-        llvm::alignTo(Out.size(), llvm::object::OffloadBinary::getAlignment()));
-  }
-  return Out;
 }
 
 MLIR_DECLARE_EXPLICIT_TYPE_ID(mlir::kdl_gpu::KDLGPUDialect)

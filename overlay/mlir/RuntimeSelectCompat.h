@@ -1,4 +1,4 @@
-//===- RuntimeSelectCompat.h - gpu.runtime_select on MLIR 22 ----*- C++ -*-===//
+//===- RuntimeSelectCompat.h - The kdl_gpu stand-in dialect -----*- C++ -*-===//
 //
 // Part of the kdl project, under the Apache License v2.0 with LLVM Exceptions.
 // See https://llvm.org/LICENSE.txt for license information.
@@ -6,20 +6,16 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// What the series' RuntimeSelectAttr.cpp needs and MLIR/LLVM 22 lack. It is
+// What the proposals' RuntimeSelectAttr.cpp needs and main's packaged MLIR
+// lacks (kdl/build/mlirmain.py compiles it in the sid root). It is
 // force-included (-include) into that file only; the file itself is compiled
-// as the patch has it, after the rewrites in CMakeLists.txt.
+// as the patch has it.
 //
 // - mlir::gpu::RuntimeSelectAttr is generated from CompilationAttrs.td in the
 //   patched tree. An installed GPU dialect cannot gain attributes, so here it
 //   belongs to a small dialect, `kdl_gpu`, and is spelled
-//   `#kdl_gpu.runtime_select` in the overlay's lit tests.
+//   `#kdl_gpu.runtime_select` in the lit tests.
 // - The registration function the patch declares in GPUToLLVMIRTranslation.h.
-// - main's OffloadBinary::write(ArrayRef<OffloadingImage>) writes one
-//   container of several entries (format version 2). LLVM 22 writes one image
-//   per binary; kdl::compat::writeOffloadBinary concatenates those, each
-//   padded to the format's alignment, which is how LLVM 22's own tools put
-//   several images in one section.
 //
 //===----------------------------------------------------------------------===//
 
@@ -30,10 +26,6 @@
 #include "mlir/IR/Attributes.h"
 #include "mlir/IR/Dialect.h"
 #include "mlir/IR/MLIRContext.h"
-
-#include "llvm/ADT/ArrayRef.h"
-#include "llvm/ADT/SmallString.h"
-#include "llvm/Object/OffloadBinary.h"
 
 namespace mlir {
 class DialectRegistry;
@@ -71,11 +63,5 @@ void registerRuntimeSelectLLVMTranslationInterfaceExternalModels(
     DialectRegistry &registry);
 } // namespace gpu
 } // namespace mlir
-
-namespace kdl::compat {
-/// main's llvm::object::OffloadBinary::write(ArrayRef<OffloadingImage>).
-llvm::SmallString<0> writeOffloadBinary(
-    llvm::ArrayRef<llvm::object::OffloadBinary::OffloadingImage> Images);
-} // namespace kdl::compat
 
 #endif // KDL_OVERLAY_MLIR_RUNTIMESELECTCOMPAT_H

@@ -130,18 +130,19 @@ def test_series_test_steps_follow_the_series(tmp_path: Path) -> None:
 
 
 def test_series_test_steps_of_unit_offload_and_mlir_tests(tmp_path: Path) -> None:
-    """Series v2 has all three kinds: gtest suites, offload unit tests, MLIR lit."""
+    """The proposals have all three kinds: gtest suites, offload unit tests,
+    MLIR lit."""
     from kdl.build.checkoffload import series_test_steps
     from kdl.series.model import load
 
-    v2 = paths.RANKING_LIBRARY_SERIES
-    llvm = _checkout_with_series_files(tmp_path / "llvm-project", v2)
+    proposals = paths.PROPOSALS_SERIES
+    llvm = _checkout_with_series_files(tmp_path / "llvm-project", proposals)
     build_dir = tmp_path / "build"
-    steps = series_test_steps(load(v2), llvm, build_dir)
+    steps = series_test_steps(load(proposals), llvm, build_dir)
     assert [s.argv for s in steps] == [
         [
-            f"{build_dir}/unittests/Frontend/LLVMFrontendTests",
-            "--gtest_filter=ImageRankingTest.*",
+            f"{build_dir}/unittests/Object/ObjectTests",
+            "--gtest_filter=OffloadBinaryVariantPriorityTest.*",
         ],
         ["ninja", "-C", str(build_dir), "check-offload-unit"],
         [
@@ -165,10 +166,10 @@ def test_series_tests_need_the_series_applied(tmp_path: Path) -> None:
 def test_series_tests_run_and_a_failure_counts(tmp_path: Path) -> None:
     from kdl.build.checkoffload import run_series_tests
 
-    v2 = paths.RANKING_LIBRARY_SERIES
-    llvm = _checkout_with_series_files(tmp_path / "llvm-project", v2)
+    proposals = paths.PROPOSALS_SERIES
+    llvm = _checkout_with_series_files(tmp_path / "llvm-project", proposals)
     build_dir = tmp_path / "build"
-    (build_dir / "unittests/Frontend").mkdir(parents=True)
+    (build_dir / "unittests/Object").mkdir(parents=True)
     (build_dir / "bin").mkdir()
     (build_dir / "CMakeCache.txt").write_text(
         f"CMAKE_HOME_DIRECTORY:INTERNAL={llvm}/llvm\n"
@@ -176,19 +177,21 @@ def test_series_tests_run_and_a_failure_counts(tmp_path: Path) -> None:
     (build_dir / "build.ninja").write_text("build check-offload-unit: phony\n")
     log = tmp_path / "ran.txt"
     for rel, status in (
-        ("unittests/Frontend/LLVMFrontendTests", 0),
+        ("unittests/Object/ObjectTests", 0),
         ("bin/llvm-lit", 1),
     ):
         tool = build_dir / rel
         tool.write_text(f'#!/bin/sh\necho "$0 $*" >> {log}\nexit {status}\n')
         tool.chmod(0o755)
     ok, steps = run_series_tests(
-        build_dir, series_file=v2, results_dir=tmp_path / "results"
+        build_dir, series_file=proposals, results_dir=tmp_path / "results"
     )
     assert not ok
     assert [s.returncode for s in steps] == [0, 0, 1]
     ran = log.read_text().splitlines()
-    assert ran[0].endswith("LLVMFrontendTests --gtest_filter=ImageRankingTest.*")
+    assert ran[0].endswith(
+        "ObjectTests --gtest_filter=OffloadBinaryVariantPriorityTest.*"
+    )
     assert "gpu-runtime-select-invalid.mlir" in ran[1]
     doc = json.loads((tmp_path / "results/series-tests.json").read_text())
     assert [s["returncode"] for s in doc["steps"]] == [0, 0, 1]

@@ -229,7 +229,7 @@ def test_filecheck_falls_back_to_the_python_port(tmp_path: Path) -> None:
         suite=suite,
         results_dir=tmp_path / "results",
         dirs=dirs,
-        extra_params={"test_exec_root": str(tmp_path / "exec"), "host_offload": "0"},
+        extra_params={"test_exec_root": str(tmp_path / "exec")},
     )
     # lit's own output goes to the run's log, which the summary names.
     assert result.summary_file is not None

@@ -353,7 +353,7 @@ def test_without_llvm_builds_the_overlay(
         return types.SimpleNamespace(
             build_dir=tmp_path,
             select_tool=tmp_path / "bin/kdl-select",
-            unittests=tmp_path / "t",
+            rank_diff=tmp_path / "bin/kdl-rank-diff",
         )
 
     from kdl.build import overlay

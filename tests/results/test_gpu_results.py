@@ -308,17 +308,3 @@ def _middle_pairs(n: int, lo: int) -> dict[tuple[int, int], float]:
         dist[key] = dist.get(key, 0.0) + 1.0
     total = float(n**n)
     return {k: v / total for k, v in dist.items()}
-
-
-def test_shim_probe_after_the_reader_moved_ran_what_kdl_select_chose() -> None:
-    """results/gpu/shim-probe-h100.json: the probe run on an H100 after the
-    shim's container reader became overlay/container (shared with
-    kdl-select) and its report the ranking library's words."""
-    raw = json.loads((gpureport.RESULTS_GPU / "shim-probe-h100.json").read_text())
-    probe = gpureport.probe_summary(raw)
-    rows = probe["shim_vs_kdl_select"]
-    assert {r["file"] for r in rows} >= set(gpureport.ORDERS) | {
-        "order-ascending.v2.bin"
-    }
-    assert all(r["match"] for r in rows), rows
-    assert any(": not chosen (sm_90, exact fit" in x for x in probe["shim_info"])

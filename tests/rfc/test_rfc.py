@@ -142,19 +142,20 @@ def test_the_rfc_cites_the_upstream_work_it_builds_on(tmp_path: Path) -> None:
     assert "kdl" not in text.lower()
 
 
-V2_DOCS = (
-    "patches/versions/v2/"
-    "0004-Offload-Docs-Describe-how-the-runtime-chooses-among-.patch"
-)
+#: A patch that adds a docs page with a key table (series v2's 0004, kept as
+#: test data), and where the workspace copy holds it.
+DOCS_PATCH = DATA / "docs-page.patch"
+QUOTED = "docs-page.patch"
 
 
 def _quoting(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """The workspace copy with one more post, which quotes a patch's table."""
     monkeypatch.setattr(rfc_pkg, "NAMES", (*rfc_pkg.NAMES, "quoted"))
     root = workspace(tmp_path)
+    (root / QUOTED).write_bytes(DOCS_PATCH.read_bytes())
     (root / "rfc/templates/quoted.md").write_text(
         f"# Q\n\n## A\n\n{PROSE}\n\n"
-        f"{{{{quote {V2_DOCS}#table:offload/docs/ImageSelection.rst}}}}\n"
+        f"{{{{quote {QUOTED}#table:offload/docs/ImageSelection.rst}}}}\n"
     )
     return root
 
@@ -326,7 +327,7 @@ def test_checker_notices_a_changed_quote(
 ) -> None:
     root = _quoting(tmp_path, monkeypatch)
     posts = _draft(root)
-    patch = root / V2_DOCS
+    patch = root / QUOTED
     patch.write_text(patch.read_text().replace("higher is preferred", "bigger wins"))
     problems = check.check_files([posts["quoted"]], root)
     assert any("differs from its source" in p for p in problems), problems
@@ -394,9 +395,7 @@ def test_rst_table_missing() -> None:
 
 
 def test_new_file_text_only_for_created_files() -> None:
-    patch = Patch(
-        next((paths.ROOT / "patches" / "versions" / "v2").glob("0004-*.patch"))
-    )
+    patch = Patch(DOCS_PATCH)
     text = patch.new_file_text(quotes.DOCS_PAGE)
     assert text is not None and "Selection keys" in text
     assert text.endswith("\n") and "\n+" not in text

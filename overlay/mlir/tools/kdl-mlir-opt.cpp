@@ -7,8 +7,8 @@
 //===----------------------------------------------------------------------===//
 //
 // mlir-opt (every dialect, extension and pass of the installed MLIR), with
-// the overlay's runtime_select attribute registered: the series' round-trip
-// tests, and gpu-module-to-binary for the GPU harness (gpu/runtime_select.sh).
+// the stand-in runtime_select attribute registered: the proposals' round-trip
+// tests.
 //
 //===----------------------------------------------------------------------===//
 

@@ -89,7 +89,7 @@ int main(int Argc, char **Argv) {
                       toHex(SHA256::hash(arrayRefFromStringRef(E.Image)),
                             /*LowerCase=*/true));
           J.attribute("triple", toHex(E.Triple, /*LowerCase=*/true));
-          J.attribute("arch", toHex(E.Keys.Arch, /*LowerCase=*/true));
+          J.attribute("arch", toHex(E.Arch, /*LowerCase=*/true));
         });
     });
   });

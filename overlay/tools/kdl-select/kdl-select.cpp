@@ -9,7 +9,7 @@
 // kdl-select reads the OffloadBinary images of a file (a raw binary,
 // concatenated binaries of versions 1 to 3, or an ELF file with an
 // SHT_LLVM_OFFLOADING section) with the workspace's container reader
-// (container/OffloadEntries.h, the shim's; --max-inflated, --max-binaries and
+// (container/OffloadEntries.h; --max-inflated, --max-binaries and
 // --max-strings raise its bounds for one input), checks each as the device's
 // offload plugin would (compat/PluginCompat.h), orders the accepted ones as
 // the loop of series v6 does (GenericDeviceTy::loadBinary: each accepted
@@ -191,7 +191,7 @@ static Answer fail(const Twine &Message) {
 static std::string describe(const Verdict &V) {
   std::string Out;
   raw_string_ostream OS(Out);
-  StringRef Arch = V.Entry->Keys.Arch;
+  StringRef Arch = V.Entry->Arch;
   OS << (Arch.empty() ? StringRef("no arch") : Arch) << ", "
      << getOffloadTargetFitName(V.Rank.Fit) << " fit";
   if (V.Rank.CompiledAtLoad)
@@ -244,7 +244,7 @@ static Answer answer(const Question &Q) {
       // is not one.
       V.Accepted = kdl::pluginAccepts(E.Image, Device, V.Detail);
     if (V.Accepted) {
-      V.Rank = Target.rank(E.Triple, E.Keys.Arch, E.ImageKind);
+      V.Rank = Target.rank(E.Triple, E.Arch, E.ImageKind);
       V.Detail = describe(V);
     }
     Verdicts.push_back(std::move(V));
@@ -281,7 +281,7 @@ static Answer answer(const Question &Q) {
         {"index", int64_t(I)},
         // Copies: the entries are views of the file's buffer.
         {"triple", V.Entry->Triple.str()},
-        {"arch", V.Entry->Keys.Arch.str()},
+        {"arch", V.Entry->Arch.str()},
         {"kind", getImageKindName(V.Entry->ImageKind).str()},
         {"compatible", V.Accepted},
         {"reason", V.Accepted ? "accepted" : "rejected"},
@@ -291,8 +291,8 @@ static Answer answer(const Question &Q) {
                     : nullptr},
         // The ranking reads the entry's arch, not the image's header.
         {"processor", nullptr},
-        {"priority", orNull(V.Entry->Keys.VariantPriority)},
-        {"tag", orNull(V.Entry->Keys.VariantTag)},
+        {"priority", orNull(V.Entry->VariantPriority)},
+        {"tag", orNull(V.Entry->VariantTag)},
         {"rank", V.Position ? json::Value(int64_t(V.Position)) : nullptr},
     });
   }
@@ -338,7 +338,7 @@ static Answer answer(const Question &Q) {
       Err << " " << Args->Arch;
     Err << "; available:";
     for (auto [I, V] : enumerate(Verdicts)) {
-      Err << (I ? ", [" : " [") << I << "] " << V.Entry->Keys.Arch;
+      Err << (I ? ", [" : " [") << I << "] " << V.Entry->Arch;
       if (StringRef Kind = getImageKindName(V.Entry->ImageKind); !Kind.empty())
         Err << " " << Kind;
     }

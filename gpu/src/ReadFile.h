@@ -6,7 +6,7 @@
  *
  *===----------------------------------------------------------------------===*
  *
- * Shared by shim/tools/kdl-ol-probe.c and gpu/src/ol_choice.c.
+ * Used by gpu/src/ol_choice.c (once shared with the retired shim's probe).
  *
  *===----------------------------------------------------------------------===*/
 
