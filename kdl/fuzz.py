@@ -1,4 +1,4 @@
-"""``kdl fuzz``: libFuzzer on series v6's rank and the container reader, with
+"""``kdl fuzz``: libFuzzer on the series' rank and the container reader, with
 ASan and UBSan.
 
 Builds ``overlay/fuzz/OffloadTargetRankFuzzer.cpp`` with the rank as the

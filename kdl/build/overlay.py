@@ -5,7 +5,7 @@ project in ``overlay/`` builds, against the installed LLVM
 (``find_package(LLVM)``, its static libraries):
 
 - ``kdl-select``, ``kdl-rank-diff`` and ``kdl-entries``: ``kdl-select`` and
-  ``kdl-rank-diff`` rank with series v6's rank, compiled from the release/22.x
+  ``kdl-rank-diff`` rank with the series' rank, compiled from the release/22.x
   backport's texts (:mod:`kdl.build.ranktexts`, on the 22.1.8 tree's base
   texts): they are written into ``build/overlay/src-rank`` with
   ``units.cmake``, the LLVM sources the tools compile and link ahead of LLVM

@@ -1,4 +1,4 @@
-"""``kdl select``: which image of a file a device loads, with series v6's rank.
+"""``kdl select``: which image of a file a device loads, with the series' rank.
 
 The work is done by the overlay's ``kdl-select`` driver: the plugins'
 acceptance test (``overlay/compat/PluginCompat.cpp``) and the rank

@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// A libFuzzer target for series v6's rank (llvm/Object/OffloadTargetRank.h,
+// A libFuzzer target for the series' rank (llvm/Object/OffloadTargetRank.h,
 // compiled from the release/22.x backport's texts as kdl-select is), built
 // with ASan and UBSan by `kdl fuzz`.
 //

@@ -6,7 +6,7 @@ AMDGPU code-object headers (specific and generic processors, xnack modes,
 the entry's arch naming the target ID), bitcode modules for either vendor
 under any arch (compiled at load), and images no plugin accepts, each with
 random keys, some malformed. There is no model of the rules here: the rank
-(series v6's ``OffloadTargetRank.cpp``, as the release/22.x backport creates
+(the series' ``OffloadTargetRank.cpp``, as the release/22.x backport creates
 it) is asked through ``kdl-rank-diff``, the overlay's build of
 ``tools/rank/RankDiff.cpp`` on the same objects, and for every set:
 
