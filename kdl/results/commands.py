@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 from kdl.errors import WorkspaceError
-from kdl.results import gpureport, realruntimes
+from kdl.results import gpufiles, realruntimes
 
 
 def cmd_results(args: argparse.Namespace) -> int:
@@ -28,10 +28,10 @@ def cmd_results(args: argparse.Namespace) -> int:
                 f"{args.raw}: a raw file of the cost section, which measured the "
                 "retired shim; nothing reads it any more"
             )
-        print(gpureport.import_raw(Path(args.raw)))
+        print(gpufiles.import_raw(Path(args.raw)))
         return 0
     for path in [
-        *gpureport.write_report(),
+        *gpufiles.write_report(),
         *realruntimes.write_report(),
         *realruntimes.write_report(realruntimes.DIR_V6),
     ]:

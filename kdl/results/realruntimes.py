@@ -29,14 +29,14 @@ from typing import Any
 
 from kdl.build.baseline import diff_states, lit_states
 from kdl.errors import WorkspaceError
-from kdl.results.gpureport import (
+from kdl.results.gpufiles import write_generated
+from kdl.results.gpureport import RESULTS_GPU
+from kdl.results.stats import (
     BOOTSTRAP_RESAMPLES,
     BOOTSTRAP_SEED,
-    RESULTS_GPU,
-    _round,
     percentile,
     resample_median,
-    write_generated,
+    rounded,
 )
 
 #: The goal: what ranking may add to the cold load of the chosen image (at
@@ -67,7 +67,7 @@ def median_diff_ci(a: Sequence[float], b: Sequence[float]) -> list[float]:
         resample_median(rng, a) - resample_median(rng, b)
         for _ in range(BOOTSTRAP_RESAMPLES)
     )
-    return [_round(percentile(diffs, 0.025)), _round(percentile(diffs, 0.975))]
+    return [rounded(percentile(diffs, 0.025)), rounded(percentile(diffs, 0.975))]
 
 
 def _lines(path: Path) -> list[Json]:
@@ -132,9 +132,9 @@ def _stat(values: list[float]) -> Json:
     ordered = sorted(values)
     return {
         "n": len(ordered),
-        "median": _round(statistics.median(ordered)),
-        "p5": _round(percentile(ordered, 0.05)),
-        "p95": _round(percentile(ordered, 0.95)),
+        "median": rounded(statistics.median(ordered)),
+        "p5": rounded(percentile(ordered, 0.05)),
+        "p95": rounded(percentile(ordered, 0.95)),
     }
 
 
@@ -149,7 +149,7 @@ def costs(path: Path) -> Json:
             phase: {
                 "loop": _stat(loop[phase]),
                 "series": _stat(series[phase]),
-                "added_median": _round(
+                "added_median": rounded(
                     statistics.median(series[phase]) - statistics.median(loop[phase])
                 ),
                 "added_ci95": median_diff_ci(series[phase], loop[phase]),

@@ -15,14 +15,14 @@ import pytest
 from kdl import paths
 from kdl.offload.binary import make_image, write_v1
 from kdl.offload.elf import cubin_header
-from kdl.results import gpureport
+from kdl.results import gpufiles, gpurender, gpureport, stats
 
 RAW = gpureport.RAW
 
 
 @pytest.fixture(scope="module")
 def generated() -> dict[str, str]:
-    return gpureport.generate(RAW)
+    return gpufiles.generate(RAW)
 
 
 @pytest.fixture(scope="module")
@@ -241,12 +241,12 @@ def test_v2_ranking_makes_the_recorded_choices(
 
 
 def test_statistics() -> None:
-    s = gpureport.stat([5, 1, 4, 2, 3])
+    s = stats.stat([5, 1, 4, 2, 3])
     assert s["median"] == 3 and s["p5"] == pytest.approx(1.2)
     assert s["p95"] == pytest.approx(4.8) and s["n"] == 5
     lo, hi = s["ci95_median"]
     assert 1 <= lo <= 3 <= hi <= 5
-    assert gpureport.stat([7.0] * 10)["ci95_median"] == [7.0, 7.0]
+    assert stats.stat([7.0] * 10)["ci95_median"] == [7.0, 7.0]
 
 
 def test_svg_follows_the_data(generated: dict[str, str]) -> None:
@@ -254,9 +254,9 @@ def test_svg_follows_the_data(generated: dict[str, str]) -> None:
     assert svg.startswith("<svg") and svg.rstrip().endswith("</svg>")
     summary = json.loads(generated[gpureport.SUMMARY.name])
     med = summary["layers"]["liboffload"]["cold"]["runtime_init"]["median"]
-    assert gpureport._fmt_ns(med) in svg
+    assert gpurender._fmt_ns(med) in svg
     summary["layers"]["liboffload"]["cold"]["runtime_init"]["median"] = med * 3
-    assert gpureport.render_svg(summary) != svg
+    assert gpurender.render_svg(summary) != svg
 
 
 @pytest.mark.parametrize("n", [7, 6])
@@ -271,7 +271,7 @@ def test_resample_median_has_the_bootstrap_distribution(n: int) -> None:
     draws = 20000
     got: dict[float, int] = {}
     for _ in range(draws):
-        m = gpureport.resample_median(rng, values)
+        m = stats.resample_median(rng, values)
         got[m] = got.get(m, 0) + 1
 
     def at_least(k: int, p: float) -> float:
