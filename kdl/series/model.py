@@ -20,6 +20,14 @@ else. Comments say why each base was chosen.
 ``llvm: N`` says which LLVM major version the series is made for (a
 checkout of LLVM N.x.y takes it: :mod:`kdl.series.choose`); a series
 without it (llvm-test-suite's) is never chosen by a checkout's version.
+
+``post:`` lines say how the patches are posted, in order (``kdl pr``; a
+series without them is posted as one stack of pull requests)::
+
+    post: fix 1-4                  each its own pull request, into main
+    post: rfc ranked-selection     the post rfc/out/ranked-selection.md
+    post: stack 5-8 on 186088      one stack, on the open pull request 186088
+    post: held 1-2 needs TEXT      not posted, and what it needs first
 """
 
 from __future__ import annotations
@@ -164,6 +172,72 @@ class Layout:
     trailer: list[str] = field(default_factory=list)
 
 
+#: The kinds of ``post:`` step.
+POST_KINDS = ("fix", "rfc", "stack", "held")
+_POST = re.compile(
+    r"^(?P<kind>fix|stack|held)\s+(?P<first>\d+)(?:-(?P<last>\d+))?"
+    r"(?:\s+on\s+(?P<on>\d+))?(?:\s+needs\s+(?P<needs>\S.*))?$"
+    r"|^rfc\s+(?P<rfc>[a-z0-9][a-z0-9-]*)$"
+)
+
+
+@dataclass(frozen=True)
+class PostStep:
+    """One ``post:`` line: patches *first*..*last* (1-based), or an RFC."""
+
+    kind: str
+    first: int = 0
+    last: int = 0
+    #: The pull request a stack is stacked on (a number on GitHub).
+    on: int | None = None
+    #: A held step: what it needs before it can be posted.
+    needs: str = ""
+    #: An rfc step: the post's name (rfc/out/NAME.md).
+    rfc: str = ""
+
+    @property
+    def numbers(self) -> range:
+        return range(self.first, self.last + 1) if self.first else range(0)
+
+
+def _post_step(line: str, where: str, lineno: int) -> PostStep:
+    value = line.partition(":")[2].strip()
+    m = _POST.match(value)
+    if not m:
+        raise FormatError(
+            where,
+            f"line {lineno}: expected 'post: fix|stack|held N[-M] [on PR] "
+            "[needs TEXT]' or 'post: rfc NAME'",
+        )
+    if m["rfc"]:
+        return PostStep("rfc", rfc=m["rfc"])
+    first = int(m["first"])
+    last = int(m["last"] or first)
+    if first < 1 or last < first:
+        raise FormatError(where, f"line {lineno}: post: bad patch range {first}-{last}")
+    if m["kind"] == "held" and not m["needs"]:
+        raise FormatError(where, f"line {lineno}: post: held needs 'needs TEXT'")
+    on = int(m["on"]) if m["on"] else None
+    return PostStep(m["kind"], first, last, on, (m["needs"] or "").strip())
+
+
+def _check_posting(steps: list[PostStep], count: int, where: str) -> None:
+    """Each patch in exactly one step, every range within the series."""
+    seen: set[int] = set()
+    for step in steps:
+        for n in step.numbers:
+            if n > count:
+                raise FormatError(where, f"post: patch {n}: the series has {count}")
+            if n in seen:
+                raise FormatError(where, f"post: patch {n} is in two steps")
+            seen.add(n)
+    if steps and len(seen) != count:
+        left = sorted(set(range(1, count + 1)) - seen)
+        raise FormatError(
+            where, f"post: patch {left[0]} is in no step (each patch is in one)"
+        )
+
+
 @dataclass
 class Series:
     name: str
@@ -177,6 +251,8 @@ class Series:
     llvm: int | None = None
     #: The file's own lines (kdl export rewrites it from them).
     layout: Layout = field(default_factory=Layout)
+    #: How the patches are posted (``post:`` lines), in order.
+    posting: list[PostStep] = field(default_factory=list)
 
     def base_of(self, path: str) -> str | None:
         """The upstream commit the first patch touching *path* was based on."""
@@ -213,6 +289,7 @@ def load(series_file: Path | None = None) -> Series:
     name = ""
     version = 1
     major: int | None = None
+    posting: list[PostStep] = []
     patches: list[Patch] = []
     layout = Layout()
     pending: list[str] = []  # comment lines not yet placed in the layout
@@ -235,6 +312,9 @@ def load(series_file: Path | None = None) -> Series:
             continue
         if line.startswith("llvm:"):
             major = _llvm_major(line, where, lineno)
+            continue
+        if line.startswith("post:"):
+            posting.append(_post_step(line, where, lineno))
             continue
         if not line[0].isspace():
             patch_path = series_file.parent / line.strip()
@@ -268,12 +348,13 @@ def load(series_file: Path | None = None) -> Series:
                 f"{patch.name}: files listed ({', '.join(listed) or 'none'}) "
                 f"differ from files in the diff ({', '.join(touched) or 'none'})",
             )
+    _check_posting(posting, len(patches), where)
     layout.trailer = pending
-    return Series(name, patches, series_file, version, major, layout)
+    return Series(name, patches, series_file, version, major, layout, posting)
 
 
 #: The header's ``key: value`` lines.
-HEADER_FIELDS = ("name:", "version:", "llvm:")
+HEADER_FIELDS = ("name:", "version:", "llvm:", "post:")
 
 
 def _llvm_major(line: str, where: str, lineno: int) -> int:

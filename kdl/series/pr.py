@@ -38,6 +38,8 @@ from kdl.http import REDACTED, Api
 from kdl.series.checkout import Checkout
 from kdl.series.commands import chosen_file, series_status
 from kdl.series.model import Series, load
+from kdl.series.posting import Step, author, print_plan
+from kdl.series.posting import plan as posting_plan
 
 API = "https://api.github.com"
 REPO = "llvm/llvm-project"
@@ -58,6 +60,14 @@ class Planned:
     base: str
     number: int | None = None
     url: str | None = None
+    #: The branch of the pull request this one depends on, if any.
+    after: str | None = None
+    #: The open pull request its stack is stacked on.
+    on: int | None = None
+
+
+class NotAppliedError(WorkspaceError):
+    """The checkout's branch does not carry the series (yet)."""
 
 
 def token_from(env: dict[str, str], home: Path) -> str:
@@ -116,12 +126,14 @@ def _message(co: Checkout, commit: str) -> tuple[str, str]:
 
 
 def plan(
-    llvm: Path, series: Series, login: str, topic: str
+    llvm: Path, series: Series, steps: list[Step], who: str
 ) -> tuple[list[Planned], str, str]:
-    """One Planned per patch (oldest first), the checkout's branch and base."""
+    """One Planned per posted patch, in the order of *steps* (the posting
+    plan), the checkout's branch and base. Each commit must be authored by
+    *who*."""
     doc = series_status(llvm, series)
     if not doc["kdl_branch"]:
-        raise WorkspaceError(
+        raise NotAppliedError(
             f"{llvm}: HEAD is not a branch made by kdl apply; apply the series first"
         )
     missing = [p["name"] for p in doc["patches"] if not p["commit"]]
@@ -135,19 +147,30 @@ def plan(
             f"{doc['branch']}: commits that are not the series' "
             f"({doc['other_commits'][0]['commit'][:12]}); export or drop them first"
         )
+    commits = {p["name"]: p["commit"] for p in doc["patches"]}
     planned: list[Planned] = []
     with Checkout(llvm) as co:
-        co.require_configured_identity()
-        for n, p in enumerate(doc["patches"], 1):
-            subject, body = _message(co, p["commit"])
+        for step in steps:
+            if step.number is None or not step.patches:
+                continue  # the RFC, or held
+            commit = commits[step.patches[0]]
+            by = co.run("log", "-1", "--format=%an <%ae>", commit).strip()
+            if by != who:
+                raise WorkspaceError(
+                    f"{step.patches[0]}: its commit {commit[:12]} is authored by "
+                    f"{by}, not {who}: 'kdl revert' and 'kdl apply' again"
+                )
+            subject, body = _message(co, commit)
             planned.append(
                 Planned(
-                    patch=p["name"],
-                    commit=p["commit"],
+                    patch=step.patches[0],
+                    commit=commit,
                     title=subject,
                     body=body,
-                    branch=f"users/{login}/{topic}-{n}",
-                    base=planned[-1].branch if planned else "main",
+                    branch=step.branch,
+                    base=step.base,
+                    after=step.after,
+                    on=step.on,
                 )
             )
     return planned, str(doc["branch"]), str(doc["base"]["commit"])
@@ -194,6 +217,12 @@ def pr_body(item: Planned, depends: int | None, depends_branch: str | None) -> s
     elif depends_branch:
         body += f"\n\nDepends on the pull request of {depends_branch}"
     return body.strip() + "\n"
+
+
+def proposals_of(series_file: Path) -> Series | None:
+    """The proposals' series beside *series_file* (proposals/series), if any."""
+    path = series_file.parent / "proposals" / "series"
+    return load(path) if path.is_file() else None
 
 
 class GitHub:
@@ -283,7 +312,19 @@ def run_pr(
     topic = topic or series.name
     record_path = series_file.parent / RECORD
     record = read_record(record_path)
-    planned, branch, base = plan(llvm, series, login, topic)
+    with Checkout(llvm) as co:
+        who = author(co)
+    proposals = proposals_of(series_file)
+    steps = posting_plan(series, proposals, login, topic)
+    if not really:
+        print_plan(series, who, steps)
+    try:
+        planned, branch, base = plan(llvm, series, steps, who)
+    except NotAppliedError as exc:
+        if really:
+            raise
+        print(f"# the requests: {exc}")
+        return 0
     bad = unformatted(llvm, base)
     if bad:
         raise WorkspaceError(
@@ -305,15 +346,13 @@ def run_pr(
             co.run(*args)
         print(f"pushed {len(planned)} branch(es) to {remote}")
     owner = repo.split("/", maxsplit=1)[0]
-    previous: Planned | None = None
+    by_branch = {p.branch: p for p in planned}
     for p in planned:
+        previous = by_branch.get(p.after) if p.after else None
+        depends = previous.number if previous else p.on
         body = {
             "title": p.title,
-            "body": pr_body(
-                p,
-                previous.number if previous else None,
-                previous.branch if previous else None,
-            ),
+            "body": pr_body(p, depends, previous.branch if previous else None),
             "base": p.base,
         }
         if not really:
@@ -325,7 +364,6 @@ def run_pr(
                 body = {"head": p.branch, **body}
             print(f"Authorization: Bearer {auth}")
             print(json.dumps(body, ensure_ascii=False))
-            previous = p
             continue
         assert github is not None
         if p.number is None:
@@ -341,7 +379,6 @@ def run_pr(
         p.number, p.url = int(answer["number"]), answer.get("html_url")
         write_record(record_path, repo, planned)
         print(f"{verb} #{p.number} {p.branch} <- {p.patch}")
-        previous = p
     return 0
 
 

@@ -22,9 +22,17 @@ LOGIN = "jdev"
 TOPIC = "ranked"
 
 
+#: A contributor's own identity (the isolated default is at example.org, a
+#: placeholder kdl pr refuses).
+AUTHOR = ("Jane Developer", "jdev@llvm-contributors.org")
+
+
 @pytest.fixture(autouse=True)
 def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     isolate(monkeypatch, tmp_path)
+    for who in ("AUTHOR", "COMMITTER"):
+        monkeypatch.setenv(f"GIT_{who}_NAME", AUTHOR[0])
+        monkeypatch.setenv(f"GIT_{who}_EMAIL", AUTHOR[1])
 
 
 @pytest.fixture
@@ -279,11 +287,43 @@ def test_global_dry_run_wins_over_post(
 
 
 def test_unapplied_series_is_a_clear_error(
-    capsys: pytest.CaptureFixture[str], llvm: Path, series: SeriesDir
+    capsys: pytest.CaptureFixture[str], llvm: Path, series: SeriesDir, token: str
 ) -> None:
-    status, _, err = pr(capsys, llvm, series)
+    # The dry run prints the plan and says the requests need the series.
+    status, out, err = pr(capsys, llvm, series)
+    assert status == 0, err
+    assert out.startswith("# posting plan of ")
+    assert out.splitlines()[-1].endswith("apply the series first")
+    # Posting needs the commits.
+    status, _, err = pr(capsys, llvm, series, "--api", "http://127.0.0.1:9", "--post")
     assert status != 0
     assert "apply the series first" in err and "Traceback" not in err
+
+
+def test_fixes_go_into_main_and_the_stack_onto_its_pr(
+    capsys: pytest.CaptureFixture[str],
+    applied: tuple[Path, SeriesDir, Path],
+    loopback: Any,
+    token: str,
+) -> None:
+    llvm, series, _ = applied
+    text = series.series.read_text()
+    series.series.write_text(
+        text.replace("\n0001-", "\npost: fix 1\npost: stack 2-3 on 186088\n0001-", 1)
+    )
+    server = loopback()
+    status, out, err = pr(capsys, llvm, series, "--api", server.url)
+    assert status == 0, err
+    bodies = [json.loads(ln) for ln in out.splitlines() if ln.startswith("{")]
+    first, second, third = branches(3)
+    assert [b["base"] for b in bodies] == ["main", "main", second]
+    assert [b["head"] for b in bodies] == [first, second, third]
+    assert "Depends on" not in bodies[0]["body"]
+    assert bodies[1]["body"].endswith("Depends on #186088\n")
+    assert bodies[2]["body"].endswith(f"Depends on the pull request of {second}\n")
+    assert " 1. fix, its own PR: 0001: " in out
+    assert " 3. stacked PR 2/2 on #186088: 0003: " in out
+    assert server.requests == []
 
 
 def test_token_from_the_github_cli_config(tmp_path: Path) -> None:
