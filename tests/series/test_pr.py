@@ -292,7 +292,7 @@ def test_unapplied_series_is_a_clear_error(
     # The dry run prints the plan and says the requests need the series.
     status, out, err = pr(capsys, llvm, series)
     assert status == 0, err
-    assert out.startswith("# posting plan of ")
+    assert "\n# posting plan of " in out
     assert out.splitlines()[-1].endswith("apply the series first")
     # Posting needs the commits.
     status, _, err = pr(capsys, llvm, series, "--api", "http://127.0.0.1:9", "--post")
