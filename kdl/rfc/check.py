@@ -15,7 +15,13 @@ One problem per line, ``FILE:LINE: what``. Problems:
 * an upstream claim without its source: a PR named (``#N``) that the post
   never links, or a quotation in a paragraph that names no PR and links
   nothing;
-* prose outside the length of a Discourse RFC.
+* prose outside the length of a Discourse RFC;
+* the claims :mod:`kdl.rfc.claims` knows: what a runtime or driver does, or
+  what a PR says, with no source in its paragraph; a count of patches the
+  series does not have; a patch named for what it does not add; a version
+  label beside figures that measured another; a cause of failures given as
+  certain; test outcomes counted in words; a setting the figures ran with
+  left unsaid; the main post not in the first person, or not asking first.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from kdl.rfc import claims
 from kdl.rfc.figures import Resolver, SourceError
 from kdl.rfc.template import Figure, Quote, evaluate, read_sidecar
 
@@ -70,6 +77,8 @@ _PARAGRAPH = re.compile(r"[^\n]+(?:\n[^\n]+)*")
 _NUMBER = re.compile(r"(?<![\w\-./])\d+(?:\.\d+)?(?!\w|\.\d)")
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$", re.MULTILINE)
 _ANCHOR = re.compile(r'<a\s+name="([^"]+)"')
+#: The result files a figure's expression reads.
+_SOURCE = re.compile(r"results/[^#\s|]+")
 
 
 def slug(heading: str) -> str:
@@ -113,8 +122,11 @@ def check_text(
     resolver: Resolver,
     figures: list[Figure],
     quotes: list[Quote],
+    *,
+    series: claims.Series | None = None,
 ) -> list[str]:
-    """Every problem of one post, as ``NAME:LINE: what`` lines."""
+    """Every problem of one post, as ``NAME:LINE: what`` lines (*series*:
+    what the claims about patches are checked against)."""
     problems: list[str] = []
 
     def problem(offset: int, what: str) -> None:
@@ -144,8 +156,11 @@ def check_text(
         masked = _blank(masked, start, end)
 
     # Figures: where the sidecar says, and what their sources give now.
+    spans: list[tuple[int, int, str]] = []
     for f in figures:
         start = _offset(lines, f.line, f.col)
+        for ref in _SOURCE.findall(f.expr):
+            spans.append((start, start + len(f.text), str(resolver.root / ref)))
         shown = text[start : start + len(f.text)]
         if shown != f.text:
             problem(
@@ -211,6 +226,13 @@ def check_text(
                 "paragraph (a PR or a link)",
             )
 
+    found = claims.check_claims(prose, text, name, spans, series)
+    found += claims.check_post(
+        prose, text, name, sorted({Path(s) for _, _, s in spans})
+    )
+    for offset, what in found:
+        problem(offset, what)
+
     # Numbers without a source.
     for pattern in (_INLINE_CODE, _LINK_TARGET, _URL, _EXEMPT):
         for m in pattern.finditer(masked):
@@ -251,6 +273,7 @@ def check_files(files: list[Path], root: Path) -> list[str]:
     from kdl.rfc.quotes import QUOTE_RENDERERS
 
     resolver = Resolver(root, QUOTE_RENDERERS)
+    series = claims.load_series(root)
     problems: list[str] = []
     for path in files:
         try:
@@ -262,5 +285,6 @@ def check_files(files: list[Path], root: Path) -> list[str]:
         except SourceError as exc:
             problems.append(f"{name}:1: {exc}")
             continue
-        problems += check_text(path.read_text(), name, resolver, figures, quotes)
+        text = path.read_text()
+        problems += check_text(text, name, resolver, figures, quotes, series=series)
     return problems

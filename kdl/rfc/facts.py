@@ -79,6 +79,13 @@ HISTORY: tuple[PullRequest, ...] = (
         "the Level Zero plugin accepts an OffloadBinary and loads it whole",
     ),
     PullRequest(
+        185413,
+        None,
+        "merged",
+        "writes keys of the Level Zero plugin's own (version, format, compile "
+        "and link options) into an OffloadBinary's string map",
+    ),
+    PullRequest(
         185663,
         "[OFFLOAD] Add interface to extend image validation",
         "merged",
