@@ -189,6 +189,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--repo", default="llvm/llvm-project", metavar="OWNER/NAME")
     p.add_argument("--api", default="https://api.github.com", metavar="URL")
     p.add_argument("--post", action="store_true", help="really push and send")
+    p.add_argument(
+        "--after-rfc",
+        action="store_true",
+        help="with --post: the pull requests the plan posts after the RFC "
+        "(without it, those before it)",
+    )
 
     # --- The real trees --------------------------------------------------------
     p = add(

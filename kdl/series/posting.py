@@ -47,6 +47,8 @@ class Step:
     after: str | None = None
     #: The open pull request a stack is stacked on.
     on: int | None = None
+    #: The RFC step: the post's name.
+    rfc: str = ""
 
     def line(self) -> str:
         where = self.branch
@@ -104,7 +106,8 @@ def plan(
             title, where = _rfc_title(step.rfc, root)
             number += 1
             where += f"; kdl rfc post --which {step.rfc}"
-            out.append(Step(number, "the RFC, on Discourse", [], title, where, ""))
+            what = "the RFC, on Discourse"
+            out.append(Step(number, what, [], title, where, "", rfc=step.rfc))
             continue
         after: str | None = None
         count = len(step.numbers)

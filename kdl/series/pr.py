@@ -64,6 +64,8 @@ class Planned:
     after: str | None = None
     #: The open pull request its stack is stacked on.
     on: int | None = None
+    #: Whether the plan posts it after the RFC.
+    after_rfc: bool = False
 
 
 class NotAppliedError(WorkspaceError):
@@ -149,8 +151,10 @@ def plan(
         )
     commits = {p["name"]: p["commit"] for p in doc["patches"]}
     planned: list[Planned] = []
+    rfc = False
     with Checkout(llvm) as co:
         for step in steps:
+            rfc = rfc or bool(step.rfc)
             if step.number is None or not step.patches:
                 continue  # the RFC, or held
             commit = commits[step.patches[0]]
@@ -171,6 +175,7 @@ def plan(
                     base=step.base,
                     after=step.after,
                     on=step.on,
+                    after_rfc=rfc,
                 )
             )
     return planned, str(doc["branch"]), str(doc["base"]["commit"])
@@ -294,6 +299,7 @@ def run_pr(
     repo: str,
     api_url: str,
     really: bool,
+    after_rfc: bool = False,
     env: dict[str, str] | None = None,
     options: dict[str, Any] | None = None,
 ) -> int:
@@ -304,6 +310,8 @@ def run_pr(
         raise UsageError(
             "--post needs a token: GITHUB_TOKEN, GH_TOKEN or 'gh auth login'"
         )
+    with Checkout(llvm) as co:
+        who = author(co)
     github = GitHub(api_url, token, repo, **(options or {})) if really else None
     if login is None:
         login = github.login() if github else "<login>"
@@ -312,8 +320,6 @@ def run_pr(
     topic = topic or series.name
     record_path = series_file.parent / RECORD
     record = read_record(record_path)
-    with Checkout(llvm) as co:
-        who = author(co)
     proposals = proposals_of(series_file)
     steps = posting_plan(series, proposals, login, topic)
     if not really:
@@ -336,18 +342,27 @@ def run_pr(
         known = record.get(p.branch, {})
         p.number, p.url = known.get("number"), known.get("url")
 
-    args = push_args(remote, planned)
+    # Posting goes as the plan says: the pull requests before its RFC, and
+    # with --after-rfc those after it (a dry run shows them all).
+    batch = [p for p in planned if p.after_rfc == after_rfc] if really else planned
+    if really and not batch:
+        raise UsageError(
+            "no pull requests come after the RFC in the plan"
+            if after_rfc
+            else "every pull request comes after the RFC: --after-rfc posts them"
+        )
+    args = push_args(remote, batch)
     if not really:
-        print(f"# dry run: {len(planned)} stacked pull request(s) from {branch}")
+        print(f"# dry run: {len(planned)} pull request(s) from {branch}")
         print("would run: git " + " ".join(args))
         auth = REDACTED if token else "<unset: GITHUB_TOKEN, GH_TOKEN or gh>"
     else:
         with Checkout(llvm) as co:
             co.run(*args)
-        print(f"pushed {len(planned)} branch(es) to {remote}")
+        print(f"pushed {len(batch)} branch(es) to {remote}")
     owner = repo.split("/", maxsplit=1)[0]
     by_branch = {p.branch: p for p in planned}
-    for p in planned:
+    for p in batch:
         previous = by_branch.get(p.after) if p.after else None
         depends = previous.number if previous else p.on
         body = {
@@ -379,6 +394,12 @@ def run_pr(
         p.number, p.url = int(answer["number"]), answer.get("html_url")
         write_record(record_path, repo, planned)
         print(f"{verb} #{p.number} {p.branch} <- {p.patch}")
+    rfc = [s.rfc for s in steps if s.rfc]
+    if really and rfc and not after_rfc:
+        print(
+            f"next: the RFC ('kdl rfc post --which {rfc[0]} --post'), then "
+            "'kdl pr --post --after-rfc' for the pull requests after it"
+        )
     return 0
 
 
@@ -392,4 +413,5 @@ def cmd_pr(args: argparse.Namespace) -> int:
         repo=args.repo,
         api_url=args.api.rstrip("/"),
         really=args.post and not proc.DRY_RUN,
+        after_rfc=args.after_rfc,
     )

@@ -300,6 +300,53 @@ def test_unapplied_series_is_a_clear_error(
     assert "apply the series first" in err and "Traceback" not in err
 
 
+def _with_plan(series: SeriesDir) -> None:
+    """Patch 1 a fix, then the RFC, then patches 2-3 stacked on #186088."""
+    plan = "post: fix 1\npost: rfc ranked-selection\npost: stack 2-3 on 186088\n"
+    text = series.series.read_text()
+    series.series.write_text(text.replace("\n0001-", f"\n{plan}0001-", 1))
+
+
+def test_post_goes_as_the_plan_says_the_rfc_between(
+    capsys: pytest.CaptureFixture[str],
+    applied: tuple[Path, SeriesDir, Path],
+    loopback: Any,
+    token: str,
+) -> None:
+    llvm, series, remote = applied
+    _with_plan(series)
+    first, second, third = branches(3)
+    # Before the RFC: the fix only.
+    server = loopback(*new_prs(101))
+    status, out, err = pr(capsys, llvm, series, "--api", server.url, "--post")
+    assert status == 0, err
+    (post,) = [r.json() for r in server.requests if r.method == "POST"]
+    assert (post["head"], post["base"]) == (first, "main")
+    assert "Depends on" not in post["body"]
+    assert git(remote, "for-each-ref", "--format=%(refname)").split() == [
+        f"refs/heads/{first}"
+    ]
+    assert "next: the RFC ('kdl rfc post --which ranked-selection --post')" in out
+    # After it: the stack, on #186088, its first into main.
+    server = loopback(*new_prs(102, 103))
+    argv = ("--api", server.url, "--post", "--after-rfc")
+    status, out, err = pr(capsys, llvm, series, *argv)
+    assert status == 0, err
+    posts = [r.json() for r in server.requests if r.method == "POST"]
+    assert [(p["head"], p["base"]) for p in posts] == [
+        (second, "main"),
+        (third, second),
+    ]
+    assert posts[0]["body"].endswith("Depends on #186088\n")
+    assert posts[1]["body"].endswith("Depends on #102\n")
+    record = json.loads((series.dir / "prs.json").read_text())
+    assert [(p["branch"], p["number"]) for p in record["prs"]] == [
+        (first, 101),
+        (second, 102),
+        (third, 103),
+    ]
+
+
 def test_fixes_go_into_main_and_the_stack_onto_its_pr(
     capsys: pytest.CaptureFixture[str],
     applied: tuple[Path, SeriesDir, Path],
@@ -307,10 +354,7 @@ def test_fixes_go_into_main_and_the_stack_onto_its_pr(
     token: str,
 ) -> None:
     llvm, series, _ = applied
-    text = series.series.read_text()
-    series.series.write_text(
-        text.replace("\n0001-", "\npost: fix 1\npost: stack 2-3 on 186088\n0001-", 1)
-    )
+    _with_plan(series)
     server = loopback()
     status, out, err = pr(capsys, llvm, series, "--api", server.url)
     assert status == 0, err
@@ -322,7 +366,8 @@ def test_fixes_go_into_main_and_the_stack_onto_its_pr(
     assert bodies[1]["body"].endswith("Depends on #186088\n")
     assert bodies[2]["body"].endswith(f"Depends on the pull request of {second}\n")
     assert " 1. fix, its own PR: 0001: " in out
-    assert " 3. stacked PR 2/2 on #186088: 0003: " in out
+    assert " 2. the RFC, on Discourse: -: [RFC]" in out
+    assert " 4. stacked PR 2/2 on #186088: 0003: " in out
     assert server.requests == []
 
 
