@@ -7,15 +7,23 @@ llvm/llvm-project itself. For patch N of the branch ``kdl apply`` made,
 
 * pushes its commit to ``users/<login>/<topic>-N`` (``git push
   --force-with-lease``, all branches in one push);
-* opens a pull request from that branch into the branch of patch N-1 (into
-  ``main`` for the first), titled with the commit's subject, its body the
-  commit message followed by ``Depends on #M`` (the PR of patch N-1);
+* opens a pull request from that branch, titled with the commit's subject,
+  its body the commit message, as the posting plan says
+  (:mod:`kdl.series.posting`, from the series' ``post:`` lines): a fix that
+  stands alone into ``main``; in a stack, into the branch of the patch before
+  it with ``Depends on #M`` (the first of a stack on an open pull request
+  into ``main``, ``Depends on`` that one); with no ``post:`` lines the
+  series is one stack;
 * or, when ``prs.json`` beside ``patches/series`` (or GitHub, asked by head
   branch) already knows the PR, updates its title, body and base;
 * records the numbers in ``prs.json``, after each PR, so an interrupted run
   loses nothing.
 
-A dry run is the default: it prints the push and every request, the token
+``--post`` posts the pull requests the plan puts before its RFC;
+``--post --after-rfc`` those after it, once the RFC is up.
+
+A dry run is the default: it prints the plan, then (once the series is
+applied) the push and every request, the token
 shown as ``<redacted>``, and sends nothing. ``--post`` sends (the global
 ``--dry-run`` still wins). The token comes from ``GITHUB_TOKEN`` or
 ``GH_TOKEN``, or from the GitHub CLI's ``hosts.yml``; it is never printed
