@@ -232,16 +232,21 @@ def _patches(
     return out
 
 
+def _measured(source: str) -> frozenset[str]:
+    """The series versions a result file says it measured."""
+    try:
+        return frozenset(MEASURED_VERSION.findall(Path(source).read_text()))
+    except OSError:
+        return frozenset()
+
+
 def _versions(
     body: str, at: int, figures: list[tuple[int, int, str]]
 ) -> list[tuple[int, str]]:
     """A version label beside figures must be the version they measured."""
     measured: set[str] = set()
-    for _, _, source in figures:
-        try:
-            measured |= set(MEASURED_VERSION.findall(Path(source).read_text()))
-        except OSError:
-            continue
+    for source in {f[2] for f in figures}:
+        measured |= _measured(source)
     out = []
     if measured:
         for m in VERSION_LABEL.finditer(body):
