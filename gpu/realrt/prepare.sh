@@ -10,6 +10,9 @@
 # 3, in the sid root), compiles the probe for both APIs, and fetches the .deb
 # files each run unpacks: .deb/22 (libllvm22) and .deb/main (main's
 # libllvm24, liboffload-24, sid's libxml2-16 and libz3-4).
+# With them, the loop and the series with gpu/realrt/selection-timer.patch
+# (measurement only), lib/loop-timer and lib/series-timer, for run.sh's
+# timer section.
 # Output: build/gpu-real/ (carried with .deb/22 or .deb/main).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -27,7 +30,7 @@ BASE_BUILD=$(cd "$BASE_BUILD" && pwd) SERIES_BUILD=$(cd "$SERIES_BUILD" && pwd)
 MAIN=.work/trees/main
 SNAPSHOT=$(python3 -c 'import json; print(json.load(open("trees.json"))["main"]["version"])')
 rm -rf "$OUT"
-mkdir -p "$OUT"/lib/{base,loop,series} "$OUT"/img "$OUT"/bin
+mkdir -p "$OUT"/lib/{base,loop,series,loop-timer,series-timer} "$OUT"/img "$OUT"/bin
 
 # 1. The three 22.1.8 runtimes: no loop (the tree as released), #186088's
 #    first-compatible loop (the backport's 0002), the whole backport.
@@ -49,6 +52,42 @@ cp "$SERIES_BUILD/offload/libLLVMOffload.so.22.1" "$OUT/lib/series/"
 git -C "$TREE" log --format='%h %s' "$BRANCH" --not \
   "$(git -C "$TREE" rev-list --max-parents=0 "$BRANCH")" >"$OUT/lib/COMMITS"
 echo "loop: $LOOP" >>"$OUT/lib/COMMITS"
+
+# 1b. The selection timer (gpu/realrt/selection-timer.patch: measurement only,
+#     never part of the series) on the loop and on the series head, each in a
+#     copy of the tree's sources under build/real-22/ and a build of its own.
+#     The loop's copy is a sparse worktree like loop-src; the series' copy is
+#     a clone sharing the tree's objects, on the kdl branch with the metadata
+#     kdl apply recorded, so that kdl build compiles the series' LLVM sources
+#     and headers into it as into build/real-22/series.
+TIMER=gpu/realrt/selection-timer.patch
+HEAD_REV=$(git -C "$TREE" rev-parse "$BRANCH")
+.venv/bin/python - "$TREE" "$LOOP" <<'PY'
+import sys
+from pathlib import Path
+from kdl.build.baseline import base_worktree
+base_worktree(Path(sys.argv[1]).resolve(), sys.argv[2], Path("build/real-22/loop-timer-src").resolve())
+PY
+SRC=build/real-22/series-timer-src
+[ -d "$SRC/.git" ] || git clone -q --shared --no-checkout "$TREE" "$SRC"
+git -C "$SRC" fetch -q "$ROOT/$TREE" "+refs/heads/$BRANCH:refs/remotes/tree/$BRANCH"
+git -C "$SRC" sparse-checkout set --cone offload openmp libc third-party cmake runtimes \
+  llvm/cmake llvm/utils llvm/include llvm/lib llvm/unittests llvm/tools/llvm-offload-binary
+git -C "$SRC" checkout -q -f -B "$BRANCH" "$HEAD_REV"
+git -C "$SRC" config --local --remove-section "branch.$BRANCH" 2>/dev/null || true
+git -C "$TREE" config --local --get-regexp "^branch\.$BRANCH\.kdl" |
+  while read -r key value; do git -C "$SRC" config --local --add "$key" "$value"; done
+for v in loop series; do
+  src=build/real-22/$v-timer-src
+  git -C "$src" checkout -q -- offload/plugins-nextgen/common/src/PluginInterface.cpp
+  git -C "$src" apply "$ROOT/$TIMER"
+  .venv/bin/kdl build --llvm "$src" --build-dir "build/real-22/$v-timer"
+  cp "build/real-22/$v-timer/offload/libLLVMOffload.so.22.1" "$OUT/lib/$v-timer/"
+  # The timer's own symbol: the build has it (the plain builds do not).
+  grep -q KDL_SELECTION_TIMER "$OUT/lib/$v-timer/libLLVMOffload.so.22.1"
+done
+echo "timers: $TIMER $(git hash-object "$TIMER") on loop $LOOP and series $HEAD_REV" \
+  >>"$OUT/lib/COMMITS"
 echo "series v$(sed -n 's/^version: *//p' "$SERIES_FILE" | head -1) ($SERIES_FILE)" >"$OUT/lib/SERIES"
 
 # 2. Images: one marker cubin per target, PTX, and an sm_90a cubin the
@@ -78,6 +117,17 @@ img = Path(sys.argv[1])
 text = (img / "compute_90.ptx").read_text()
 text = re.sub(r"^\.version .*$", ".version 99.9", text, count=1, flags=re.M)
 (img / "bad-version-90.ptx").write_text(("// padding\n" * 6000) + text)
+PY
+# PTX the driver's JIT refuses for its code (an instruction ptxas does not
+# know), for compute_80: with bad-version-90.ptx, a container whose every
+# candidate fails, each differently.
+python3 - "$OUT/img" <<'PY'
+import sys
+from pathlib import Path
+img = Path(sys.argv[1])
+text = (img / "compute_80.ptx").read_text()
+assert "\tret;" in text
+(img / "bad-jit-80.ptx").write_text(text.replace("\tret;", "\tkdl.bogus.u32 %r1;\n\tret;", 1))
 PY
 python3 - "$OUT/img" <<'PY'
 import struct, sys
@@ -142,6 +192,8 @@ pack22 v1-ptx90-90.bin $PTX90 $C90
 # The same, its PTX entry of kind IMG_None (packed from a .ptx file).
 pack22 v1-ptxnone90-90.bin compute_90.ptx-as-is:sm_90 $C90
 pack22 v1-ptx-bad90.bin $PTX $BAD
+# Every candidate fails (the driver refuses both PTX entries, each its way).
+pack22 v1-badjit80-bad90.bin bad-jit-80.ptx:sm_80 $BAD
 # variant_priority (release-22.x 0006): two sm_90 builds, the second preferred.
 pack22 v1-90p1-90p5.bin sm_90.cubin:sm_90:variant_priority=1 \
   sm_90-prio5.cubin:sm_90:variant_priority=5
@@ -158,6 +210,10 @@ pack22 cost-64.bin "${many[@]}"
 # The same 64 entries with the best one first: both builds load the same
 # cubin, so what differs is what the series does with the other 63.
 pack22 cost-64-first.bin $C90A "${many[@]:1:62}" $C90
+# The same 64 entries, the only compatible one last (sm_80 and sm_86 cubins
+# are not candidates on a 9.0 device): the loop asks the plugin about all 64
+# as the series does, and both load the same cubin.
+pack22 cost-64-last.bin "${many[@]:1:62}" $C80 $C90A
 
 # 4. The probe, for LLVM 22's API and main's.
 gcc -O2 -Wall -Wextra -Werror -I/usr/lib/llvm-22/include gpu/src/ol_choice.c \

@@ -11,6 +11,12 @@
 #   main: LLVM main's own liboffload (Debian's snapshot) over every image.
 #   KDL_OMP_ONLY=1 with 22: a clang-22 program through libomptarget (base,
 #         series), its descriptor as clang made it and with sm_90 first.
+#   KDL_SECTIONS with 22: which of its sections run, of "choice leak timer
+#         cost" (the default: all; KDL_COST_ONLY=1 is "cost"). timer: the
+#         selection's own time inside the runtime (gpu/realrt/selection-
+#         timer.patch), loop against series, KDL_TIMER_COLD fresh processes
+#         (default 40) and KDL_TIMER_WARM_PROCS processes of KDL_TIMER_WARM
+#         warm loads (3 of 1000) per container.
 #
 # Carry build/gpu-real and .deb/22 or .deb/main. Writes $OUT/*.jsonl.
 set -euo pipefail
@@ -63,7 +69,10 @@ if [ "$MODE" = 22 ] && [ -n "${KDL_OMP_ONLY:-}" ]; then
   exit 0
 fi
 # KDL_COST_ONLY=1: the cost section alone; KDL_COST_FILES: which images.
-if [ -z "${KDL_COST_ONLY:-}" ]; then
+SECTIONS=${KDL_SECTIONS:-choice leak timer cost}
+[ -n "${KDL_COST_ONLY:-}" ] && SECTIONS=cost
+has() { [[ " $SECTIONS " == *" $1 "* ]]; }
+if has choice; then
 for v in base loop series; do
   echo "== $v"
   choice ol_choice-22 "$(libs $v)" "$OUT/choice-22-$v.jsonl"
@@ -72,20 +81,58 @@ done
 # prints it only with debug output compiled in: recorded whatever it says).
 LIBOMPTARGET_DEBUG=1 LD_LIBRARY_PATH=$(libs series) "$B/bin/ol_choice-22" \
   choice "$B/img/v1-80-90-90a.bin" "$B/img/v1-90-relabel90a.bin" \
-  "$B/img/v1-80-ptx.bin" "$B/img/v1-ptx-bad90.bin" \
+  "$B/img/v1-80-ptx.bin" "$B/img/v1-ptx-bad90.bin" "$B/img/v1-badjit80-bad90.bin" \
   >"$OUT/debug-series.txt" 2>&1 || true
-# What a failed load leaves behind: LOADS loads in one process of the PTX the
-# driver refuses, alone and ranked first in a container, each runtime.
-: >"$OUT/leak-22.jsonl"
-for v in base loop series; do
-  for f in bad-version-90.ptx v1-ptx-bad90.bin v1-ptx.bin; do
-    (LD_LIBRARY_PATH=$(libs $v) "$B/bin/ol_choice-22" leak "$B/img/$f" "${KDL_LEAK_LOADS:-1000}" ||
-      echo "{\"file\": \"$B/img/$f\", \"exit\": $?}") |
-      sed "s/^{/{\"variant\": \"$v\", /" | tee -a "$OUT/leak-22.jsonl"
-  done
-done
-
 fi
+# What a failed load leaves behind: LOADS loads in one process of the PTX the
+# driver refuses, alone and ranked first in a container, each runtime; then
+# what loads and unloads leave behind, 22.1.8 as released and the series.
+leak() {
+  (LD_LIBRARY_PATH=$(libs "$1") "$B/bin/ol_choice-22" leak "$B/img/$2" "${KDL_LEAK_LOADS:-1000}" ||
+    echo "{\"file\": \"$B/img/$2\", \"exit\": $?}") |
+    sed "s/^{/{\"variant\": \"$1\", /" | tee -a "$OUT/leak-22.jsonl"
+}
+if has leak; then
+  : >"$OUT/leak-22.jsonl"
+  for v in base loop series; do
+    for f in bad-version-90.ptx v1-ptx-bad90.bin v1-ptx.bin; do leak $v $f; done
+  done
+  for v in base series; do
+    for f in sm_90.cubin v1-90-90a.bin compute_80.ptx v1-ptx.bin; do leak $v $f; done
+  done
+fi
+
+# The selection's own time: the timer builds write one line per loadBinary
+# of a container ("ENTRIES TOTAL_NS PARSE_NS") at exit; one JSON line per
+# process holds what the probe printed and those lines.
+timed() { # VARIANT FILE MODE PROCESS WARM
+  local rec=/tmp/kdl-timer-rec line
+  rm -f "$rec"
+  line=$( (KDL_SELECTION_TIMER=$rec LD_LIBRARY_PATH=$(libs "$1") \
+    "$B/bin/ol_choice-22" cost "$B/img/$2" "$5" || true) | tr '\n' ' ')
+  echo "{\"variant\": \"$1\", \"file\": \"$2\", \"mode\": \"$3\", \"process\": $4," \
+    "\"result\": [${line// \{/, \{}], \"timer\": [$(awk \
+      '{printf "%s[%s, %s, %s]", (NR > 1 ? ", " : ""), $1, $2, $3}' "$rec" 2>/dev/null)]}" \
+    >>"$OUT/timer-22.jsonl"
+}
+if has timer; then
+  read -r -a TFILES <<<"${KDL_TIMER_FILES:-cost-1.bin cost-4.bin cost-64.bin cost-64-last.bin}"
+  : >"$OUT/timer-22.jsonl"
+  for i in $(seq 1 "${KDL_TIMER_COLD:-40}"); do
+    order="loop-timer series-timer"
+    [ $((i % 2)) -eq 0 ] && order="series-timer loop-timer"
+    for f in "${TFILES[@]}"; do
+      for v in $order; do timed $v "$f" cold "$i" 0; done
+    done
+  done
+  for i in $(seq 1 "${KDL_TIMER_WARM_PROCS:-3}"); do
+    for f in "${TFILES[@]}"; do
+      for v in loop-timer series-timer; do timed $v "$f" warm "$i" "${KDL_TIMER_WARM:-1000}"; done
+    done
+  done
+  wc -l "$OUT/timer-22.jsonl"
+fi
+has cost || exit 0
 
 # The raw cubin is the same code path in both builds: the A/A control. The
 # two builds take turns going first, process by process.

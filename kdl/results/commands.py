@@ -34,6 +34,11 @@ def cmd_results(args: argparse.Namespace) -> int:
         *gpufiles.write_report(),
         *realruntimes.write_report(),
         *realruntimes.write_report(realruntimes.DIR_V6),
+        *(
+            realruntimes.write_report(realruntimes.DIR_V7)
+            if realruntimes.DIR_V7.is_dir()
+            else []
+        ),
     ]:
         print(path)
     return 0

@@ -11,6 +11,8 @@ committed as they came back, in ``results/gpu/real-runtimes/``:
   series, one fresh process per sample;
 - ``omp-22.txt``: a clang-22 program through 22.1.8's libomptarget, built
   with and without the series.
+- ``timer-22*.jsonl`` (from series v7's run on): the selection timed inside
+  the runtime, loop against series (:mod:`kdl.results.selection`).
 
 :func:`report` derives ``report.json`` and ``report.md`` from those files
 alone; CI regenerates both and fails on any difference, so neither can be
@@ -20,24 +22,17 @@ edited by hand. Every figure names the card it was measured on.
 from __future__ import annotations
 
 import json
-import random
 import re
 import statistics
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from kdl.build.baseline import diff_states, lit_states
 from kdl.errors import WorkspaceError
+from kdl.results import selection
 from kdl.results.gpufiles import write_generated
 from kdl.results.gpureport import RESULTS_GPU
-from kdl.results.stats import (
-    BOOTSTRAP_RESAMPLES,
-    BOOTSTRAP_SEED,
-    percentile,
-    resample_median,
-    rounded,
-)
+from kdl.results.stats import median_diff_ci, percentile, rounded
 
 #: The goal: what ranking may add to the cold load of the chosen image (at
 #: most 5 us or 2% of the loop's cold load, whichever is larger).
@@ -47,6 +42,9 @@ GOAL_FRACTION = 0.02
 DIR = RESULTS_GPU / "real-runtimes"
 #: The run with series v6's backport (patches/next/release-22.x) as the series.
 DIR_V6 = RESULTS_GPU / "real-runtimes-v6"
+#: The run with series v7's backport (patches/release-22.x), and the
+#: selection timed inside the runtime (kdl.results.selection).
+DIR_V7 = RESULTS_GPU / "real-runtimes-v7"
 RUNTIMES = {
     "main": "LLVM main 7e3c57157096 (Debian snapshot)",
     "22-base": "22.1.8 as released",
@@ -57,17 +55,6 @@ RUNTIMES = {
 CONTROL = "sm_90a.cubin"
 
 Json = dict[str, Any]
-
-
-def median_diff_ci(a: Sequence[float], b: Sequence[float]) -> list[float]:
-    """Bootstrap 95% CI of median(a) - median(b), both resampled."""
-    rng = random.Random(BOOTSTRAP_SEED)
-    a, b = sorted(a), sorted(b)
-    diffs = sorted(
-        resample_median(rng, a) - resample_median(rng, b)
-        for _ in range(BOOTSTRAP_RESAMPLES)
-    )
-    return [rounded(percentile(diffs, 0.025)), rounded(percentile(diffs, 0.975))]
 
 
 def _lines(path: Path) -> list[Json]:
@@ -275,6 +262,13 @@ def report(directory: Path = DIR) -> Json:
         "leaks": _optional(directory / "leak-22.jsonl", leaks),
         "cost": {},
     }
+    # The selection timed inside the runtime (from series v7's run on).
+    if (directory / "timer-22.jsonl").exists():
+        doc["selection"] = selection.summary(directory / "timer-22.jsonl")
+        # The same with LD_BIND_NOW=1: no lazy binding inside the timed calls.
+        bind_now = directory / "timer-22-bind-now.jsonl"
+        if bind_now.exists():
+            doc["selection_bind_now"] = selection.summary(bind_now)
     for path in sorted(directory.glob("cost-22-*.jsonl")):
         name = path.stem.removeprefix("cost-22-")
         cost = costs(path)
@@ -325,7 +319,8 @@ def render_md(doc: Json) -> str:
                 f"| {r['loads']} | {r['failed']} | {r['rss_growth_kib']} KiB "
                 f"| {r['device_free_drop_kib']} KiB |"
             )
-    lines += _openmp_md(doc) + _nvptx_md(doc)
+    lines += _openmp_md(doc) + _nvptx_md(doc) + selection.render(doc.get("selection"))
+    lines += selection.render(doc.get("selection_bind_now"), bind_now=True)
     return _cost_md(doc, lines)
 
 

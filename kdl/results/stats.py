@@ -78,3 +78,14 @@ def stat(values: Sequence[float], unit: str = "ns") -> Json:
 
 def rounded(x: float) -> float:
     return float(f"{x:.6g}")
+
+
+def median_diff_ci(a: Sequence[float], b: Sequence[float]) -> list[float]:
+    """Bootstrap 95% CI of median(a) - median(b), both resampled."""
+    rng = random.Random(BOOTSTRAP_SEED)
+    a, b = sorted(a), sorted(b)
+    diffs = sorted(
+        resample_median(rng, a) - resample_median(rng, b)
+        for _ in range(BOOTSTRAP_RESAMPLES)
+    )
+    return [rounded(percentile(diffs, 0.025)), rounded(percentile(diffs, 0.975))]

@@ -105,3 +105,74 @@ def test_series_v6_on_the_gpu() -> None:
     assert leaks[("series", "bad-version-90.ptx")]["rss_growth_kib"] < 1_000
     assert all(r["device_free_drop_kib"] == 0 for r in doc["leaks"])
     assert doc["cost"]["alternating"]["goal_4_entries"].startswith("not resolved")
+
+
+def test_series_v7_on_the_gpu() -> None:
+    """Series v7's run: the choices and leaks of v6's run again, the error
+    when every candidate fails, and the selection timed inside the runtime."""
+    where = realruntimes.DIR_V7
+    for name, text in realruntimes.generate(where).items():
+        assert (where / name).read_text() == text, f"{name} edited"
+    doc = realruntimes.report(where)
+    assert doc["device"].startswith("NVIDIA H200")
+    assert doc["runtimes"]["22-series"].startswith("22.1.8 + series v7 ")
+    # The runtimes were built from v7's 14 commits, the loop at 0011.
+    harness = doc["harness"]
+    assert sum(" [" in line for line in harness) == 14, harness
+    assert any(
+        line.startswith("timers: gpu/realrt/selection-timer.patch") for line in harness
+    )
+    loaded = {
+        name: {k: row[k]["short"] for k in ("22-base", "22-loop", "22-series")}
+        for name, row in doc["choices"].items()
+    }
+    for name in ("v1-80-ptx.bin", "v1-ptx.bin"):
+        assert loaded[name] == {
+            "22-base": "refused",
+            "22-loop": "refused",
+            "22-series": "compute_80",
+        }
+    assert loaded["v1-ptx-bad90.bin"]["22-series"] == "compute_80"
+    assert loaded["v1-ptx90-90.bin"]["22-series"] == "sm_90"
+    for name, loop, series in (
+        ("v1-80-90-90a.bin", "sm_90", "sm_90a"),
+        ("v1-90-90a.bin", "sm_90", "sm_90a"),
+        ("v1-90a-90-80.bin", "sm_90a", "sm_90a"),
+    ):
+        assert loaded[name]["22-loop"] == loop and loaded[name]["22-series"] == series
+    # Every candidate fails: 0014 joins each one's error, best first, but
+    # liboffload's olCreateProgram keeps one message of an ErrorList (its
+    # llvmErrorToOffloadError: the last, here the candidate ranked second).
+    error = doc["choices"]["v1-badjit80-bad90.bin"]["22-series"]["error"]
+    assert error == "error in cuModuleLoadDataEx: a PTX JIT compilation failed"
+    assert (
+        "unsupported toolchain"
+        in (doc["choices"]["bad-version-90.ptx"]["22-series"]["error"])
+    )
+    leaks = {(r["variant"], r["file"]): r for r in doc["leaks"]}
+    assert len(doc["leaks"]) == 17
+    assert leaks[("series", "v1-ptx-bad90.bin")]["failed"] == 0
+    assert leaks[("base", "bad-version-90.ptx")]["rss_growth_kib"] > 60_000
+    assert leaks[("series", "bad-version-90.ptx")]["rss_growth_kib"] < 1_000
+    assert leaks[("series", "sm_90.cubin")]["rss_growth_kib"] < 1_000
+    assert all(r["device_free_drop_kib"] == 0 for r in doc["leaks"])
+    # The selection, timed inside both runtimes: every container read as
+    # packed, every cell a sample per process (cold) and per call (warm).
+    sel = doc["selection"]
+    assert {n: c["entries"] for n, c in sel["containers"].items()} == {
+        "cost-1.bin": 1,
+        "cost-4.bin": 4,
+        "cost-64.bin": 64,
+        "cost-64-last.bin": 64,
+    }
+    for box in sel["containers"].values():
+        for variant in ("loop", "series"):
+            assert box["cold"][variant]["selection_ns"]["n"] >= 30
+            assert box["warm"][variant]["selection_ns"]["n"] >= 1000
+    # The goal is missed, cold: the series' selection of 4 entries takes
+    # more than 5 us or 2% of a cold load, and more than the loop's for 64.
+    goal = sel["goal"]
+    assert goal["4_entries_cold"]["verdict"] == "missed"
+    assert goal["4_entries_cold"]["added_to_loop_ns"]["ci95"][0] > 0
+    assert goal["64_entries_cold_cost-64.bin"]["verdict"].startswith("missed")
+    assert doc["selection_bind_now"]["goal"]["4_entries_cold"]["verdict"] == "missed"

@@ -86,6 +86,7 @@ def test_results_name_their_files() -> None:
         "offload-dispatch-h100.log",
         "real-runtimes",
         "real-runtimes-v6",
+        "real-runtimes-v7",
         "cubin-arch-mark",
     }, gpu
 
