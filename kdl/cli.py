@@ -282,7 +282,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = add(
         "fuzz",
         "fuzz:cmd_fuzz",
-        "run libFuzzer (ASan, UBSan) on v2's ranking and the container reader",
+        "run libFuzzer (ASan, UBSan) on the series' rank, the model of the "
+        "plugins' acceptance and the container reader",
     )
     p.add_argument("--seconds", type=int, default=60, metavar="N", help="how long [60]")
 
