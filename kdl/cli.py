@@ -266,9 +266,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = add(
         "results",
         "results.commands:cmd_results",
-        "import a GPU raw file, or regenerate the GPU reports in results/gpu/",
+        "import a GPU raw file, regenerate the GPU reports in results/gpu/, or "
+        "record the last run's record (build/record/) in results/",
     )
-    p.add_argument("action", choices=["import", "report"])
+    p.add_argument("action", choices=["import", "report", "record"])
     p.add_argument("raw", nargs="?", type=Path, metavar="RAW", help="with import")
 
     p = add("rfc", "rfc:cmd_rfc", "draft the RFC posts from the measured results")
@@ -287,15 +288,22 @@ def build_parser() -> argparse.ArgumentParser:
     p = add(
         "fuzz",
         "fuzz:cmd_fuzz",
-        "run libFuzzer (ASan, UBSan) on v2's ranking and the container reader",
+        "run libFuzzer (ASan, UBSan) on the series' rank, the model of the "
+        "plugins' acceptance and the container reader",
     )
     p.add_argument("--seconds", type=int, default=60, metavar="N", help="how long [60]")
 
     # --- The two README commands ----------------------------------------------
-    add(
+    p = add(
         "all",
         "workflow:cmd_all",
         "the main job: build against LLVM 22, run the lit suite, draft the RFC",
+    )
+    p.add_argument(
+        "--record",
+        action="store_true",
+        help="when the run passes, copy its record (build/record/) over "
+        "results/ (the default changes no tracked file)",
     )
     p = add(
         "selftest",

@@ -52,7 +52,7 @@ def build_fuzzer(build_dir: Path, out: Path) -> Path:
     config = str(prefix / "bin" / "llvm-config")
     rank_src = build_dir / "src-rank"
     units = llvm_files(load(paths.BACKPORT_SERIES), LIBS, ".cpp")
-    compat = paths.OVERLAY_SRC / "compat"
+    plugin_model = paths.OVERLAY_SRC / "plugin-model"
     libs = proc.run([config, "--link-static", "--libs", *COMPONENTS])
     system = proc.run([config, "--link-static", "--system-libs", *COMPONENTS])
     argv: list[str | Path] = [
@@ -65,11 +65,11 @@ def build_fuzzer(build_dir: Path, out: Path) -> Path:
         "-fno-sanitize=vptr",
         "-fno-sanitize-recover=undefined",
         f"-I{rank_src / 'llvm' / 'include'}",
-        f"-I{compat}",
+        f"-I{plugin_model}",
         f"-I{paths.OVERLAY_SRC / 'container'}",
         f"-I{prefix / 'include'}",
         *[rank_src / unit for unit in units],
-        compat / "PluginCompat.cpp",
+        plugin_model / "PluginAcceptance.cpp",
         paths.OVERLAY_SRC / "container" / "OffloadEntries.cpp",
         paths.OVERLAY_SRC / "container" / "OffloadSections.cpp",
         SOURCE,
@@ -84,7 +84,9 @@ def build_fuzzer(build_dir: Path, out: Path) -> Path:
     inputs = [
         *sorted(p for p in rank_src.rglob("*") if p.is_file()),
         *sorted(
-            p for d in (compat, paths.OVERLAY_SRC / "container") for p in d.glob("*.*")
+            p
+            for d in (plugin_model, paths.OVERLAY_SRC / "container")
+            for p in d.glob("*.*")
         ),
         SOURCE,
     ]

@@ -16,7 +16,8 @@ PROPOSALS_SERIES = PATCHES / "proposals" / "series"
 TEST_SUITE_SERIES = PATCHES / "test-suite" / "series"
 LLVM_TESTS = ROOT / "llvm-tests"
 RESULTS = ROOT / "results"
-#: What the last run on the real trees measured (each run rewrites it).
+#: The recorded run on the real trees, which the README and the RFC quote (a
+#: run writes its own record under build/record/: :mod:`kdl.record`).
 REAL_TREE_RESULTS = RESULTS / "real-trees"
 RFC_OUT = ROOT / "rfc" / "out"
 OVERLAY_SRC = ROOT / "overlay"

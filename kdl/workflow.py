@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from xml.etree import ElementTree
 
-from kdl import paths, proc
+from kdl import paths, proc, record
 from kdl.errors import GitError, WorkspaceError
 
 log = logging.getLogger("kdl")
@@ -41,11 +41,13 @@ def _pytest_argv(junit: Path, full: bool) -> list[str]:
     return [*argv, "tests"]
 
 
-def _draft_and_check_rfc() -> tuple[list[Path], list[str]]:
+def _draft_and_check_rfc(run: bool) -> tuple[list[Path], list[str]]:
+    """The RFC drafts and their problems: with *run*, from this run's record
+    (:mod:`kdl.record`) where it has a file, else from the recorded results."""
     from kdl import rfc
     from kdl.rfc import check
 
-    posts = rfc.draft()
+    posts = rfc.draft(record=record.RUN if run else None)
     return posts, check.check_files(posts, paths.ROOT)
 
 
@@ -114,7 +116,7 @@ def real_trees(*, bench: bool = False) -> tuple[int, int, list[str], list[str]]:
         lines.append(
             f"unit tests, {where + ':':8} {unit.passed} passed, {unit.failed} failed"
         )
-    lines.append(f"unit results:   {unittests.RESULTS / 'unittests.json'}")
+    lines.append(f"unit results:   {record.RUN_REAL_TREES / 'unittests.json'}")
 
     started = time.monotonic()
     ranked = rank.run(main, tree22, bench=bench)
@@ -126,7 +128,7 @@ def real_trees(*, bench: bool = False) -> tuple[int, int, list[str], list[str]]:
     failed += ranked.failed
     problems += ranked.problems
     lines += ranked.lines
-    unittests.write_results("timings.json", timings)
+    lines.append(f"timings:        {record.write('timings.json', timings)}")
     for name, seconds in timings.items():
         lines.append(f"  {seconds:7.1f} s  {name}")
     return passed, failed, problems, lines
@@ -144,7 +146,7 @@ def cmd_all(args: argparse.Namespace) -> int:
     overlay = build_overlay()
     lit = run_lit(overlay=overlay)
     lit_main = run_lit_main(overlay.bin_dir)
-    posts, problems = _draft_and_check_rfc()
+    posts, problems = _draft_and_check_rfc(run=True)
     for line in problems:
         print(line)
     print()
@@ -158,10 +160,18 @@ def cmd_all(args: argparse.Namespace) -> int:
     for post in posts:
         print(f"RFC draft:      {post}")
     print(f"RFC check:      {len(problems)} problems")
-    print(f"done in {time.monotonic() - start:.0f} s")
     real_ok = not real_problems and r_fail == 0 and r_pass > 0
-    lit_ok = lit.ok and lit_main.ok
-    return 0 if lit_ok and not problems and real_ok else 1
+    ok = lit.ok and lit_main.ok and not problems and real_ok
+    print(f"run's record:   {record.RUN}")
+    if args.record and ok:
+        for path in record.record():
+            print(f"recorded:       {path.relative_to(paths.ROOT)}")
+    elif args.record:
+        print(
+            "recorded:       nothing (the run failed; 'kdl results record' records it)"
+        )
+    print(f"done in {time.monotonic() - start:.0f} s")
+    return 0 if ok else 1
 
 
 def _step(name: str, argv: list[str]) -> bool:
@@ -268,7 +278,7 @@ def cmd_selftest(args: argparse.Namespace) -> int:
     stage("fuzz", fuzz_ok, "no finding" if fuzz_ok else "a finding in build/fuzz/")
 
     print("\n=== RFC drafts from this run's results, then kdl rfc --check", flush=True)
-    posts, problems = _draft_and_check_rfc()
+    posts, problems = _draft_and_check_rfc(run=full)
     for line in problems:
         print(line)
     stage("rfc --check", not problems, f"{len(posts)} drafts, {len(problems)} problems")

@@ -131,6 +131,7 @@ FLOORS = {
     "errors": 0,
     "http": 0,
     "provenance": 0,
+    "record": 0,
     "series": 1,
     "build": 2,
     "trees": 2,

@@ -9,12 +9,12 @@ standalone twice: the checkout as it is (the series) and its base, a sparse
 on the base and does not pass with the series is a regression; a test only
 the series has is one of its own, and must pass (an unsupported one is a
 failure: the series' tests must run here). The result, with the tree's
-record, goes to ``results/real-trees/check-offload-<tree>.json``.
+record, goes to the run's record, ``build/record/real-trees/check-offload-<tree>.json``
+(:mod:`kdl.record`).
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import time
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kdl import paths, proc
+from kdl import paths, proc, record
 from kdl.build.checkoffload import run_check_offload, xunit_cases
 from kdl.build.standalone import (
     StandaloneBuild,
@@ -46,7 +46,6 @@ SPARSE_DIRS = (
     "llvm/utils/lit",
 )
 SUITES = ("check-offload", "check-offload-unit")
-RESULTS = paths.REAL_TREE_RESULTS
 
 
 def lit_states(xml_file: Path) -> dict[str, str]:
@@ -176,9 +175,9 @@ def compare(
         }
     doc["seconds"] = round(time.monotonic() - started, 1)
     if not proc.DRY_RUN:
-        RESULTS.mkdir(parents=True, exist_ok=True)
-        out = RESULTS / f"check-offload-{tree_record.get('tree', llvm.name)}.json"
-        out.write_text(json.dumps(doc, indent=2) + "\n")
+        out = record.write(
+            f"check-offload-{tree_record.get('tree', llvm.name)}.json", doc
+        )
         doc["file"] = str(out)
     return doc
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kdl import paths
+from kdl import paths, record
 from kdl.build import rankcorpus
 from kdl.build.ranktexts import (
     RANK_HEADER,
@@ -39,7 +39,7 @@ from kdl.build.ranktexts import (
     write_tree,
 )
 from kdl.build.toolchain import Toolchain, main_toolchain
-from kdl.build.unittests import HEADERS, series_texts, write_results
+from kdl.build.unittests import HEADERS, series_texts
 from kdl.errors import WorkspaceError
 from kdl.series.model import load
 from kdl.trees.common import Tree
@@ -241,15 +241,15 @@ def run(main: Tree, tree22: Tree, *, bench: bool = False) -> RankRun:
     )
     if "bench" not in doc:
         # The benchmark is the main job's (kdl all); a run without it keeps
-        # the last one measured, which the RFC quotes.
-        old = paths.REAL_TREE_RESULTS / "rank.json"
+        # the last one measured (the run's record, else the recorded one).
+        old = record.last("rank.json")
         try:
             kept = json.loads(old.read_text()).get("bench")
         except (OSError, ValueError):
             kept = None
         if kept is not None:
             doc["bench"] = kept
-    out = write_results("rank.json", doc)
+    out = record.write("rank.json", doc)
     result.lines.append(f"rank results:   {out}")
     return result
 

@@ -26,16 +26,14 @@ for both LLVMs (a stand-in named as such in the results).
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from kdl import paths, proc
+from kdl import paths, proc, record
 from kdl.build.standalone import series_headers
 from kdl.build.toolchain import GOOGLETEST, Toolchain, link_components, main_toolchain
 from kdl.errors import WorkspaceError
@@ -44,7 +42,6 @@ from kdl.trees.common import Tree
 
 log = logging.getLogger("kdl")
 
-RESULTS = paths.REAL_TREE_RESULTS
 TESTING_SUPPORT = "llvm/lib/Testing/Support/Error.cpp"
 
 
@@ -140,13 +137,6 @@ def judge(test: SeriesTest, runs: dict[str, dict[str, str]], base: str) -> UnitR
     if not with_series:
         result.problems.append(f"{test.name}: no test ran")
     return result
-
-
-def write_results(name: str, doc: dict[str, Any]) -> Path:
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    out = RESULTS / name
-    out.write_text(json.dumps(doc, indent=2) + "\n")
-    return out
 
 
 def require(path: Path, what: str) -> Path:
@@ -449,7 +439,7 @@ def run_series_unittests(
         for f in p.files
         if not f.is_new and f.path.startswith("llvm/lib/") and f.path.endswith(".cpp")
     ]
-    write_results(
+    record.write(
         "unittests.json",
         {
             "trees": {"main": main.record, "22": tree22.record},

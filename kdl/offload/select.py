@@ -1,7 +1,8 @@
 """``kdl select``: which image of a file a device loads, with the series' rank.
 
-The work is done by the overlay's ``kdl-select`` driver: the plugins'
-acceptance test (``overlay/compat/PluginCompat.cpp``) and the rank
+The work is done by the overlay's ``kdl-select`` driver: a model of which
+images the plugins, with the series, accept for the device
+(``overlay/plugin-model/PluginAcceptance.cpp``) and the rank
 (``llvm/Object/OffloadTargetRank.cpp``, compiled from the release/22.x
 backport's texts with the LLVM sources it changes, linked ahead of LLVM
 22's libraries), reading the file with the workspace's container reader

@@ -1,8 +1,11 @@
-"""``kdl results``: turn the GPU harness's raw files into results/gpu/.
+"""``kdl results``: turn the GPU harness's raw files into results/gpu/, and
+record a run's record in results/.
 
 ``kdl results import RAW`` compacts a raw file from the device machine into
 the committed input ``results/gpu/raw.json``; ``kdl results report`` regenerates
-every report from the committed inputs, which CI checks it reproduces.
+every report from the committed inputs, which CI checks it reproduces;
+``kdl results record`` copies the last run's record (``build/record/``,
+:mod:`kdl.record`) over ``results/``.
 """
 
 from __future__ import annotations
@@ -11,11 +14,18 @@ import argparse
 import json
 from pathlib import Path
 
-from kdl.errors import WorkspaceError
+from kdl import paths, record
+from kdl.errors import UsageError, WorkspaceError
 from kdl.results import gpufiles, realruntimes
 
 
 def cmd_results(args: argparse.Namespace) -> int:
+    if args.action == "record":
+        if args.raw is not None:
+            raise UsageError("kdl results record takes no file")
+        for path in record.record():
+            print(f"recorded: {path.relative_to(paths.ROOT)}")
+        return 0
     if args.action == "import":
         if args.raw is None:
             raise WorkspaceError("kdl results import needs the raw file")

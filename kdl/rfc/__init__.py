@@ -32,8 +32,13 @@ def draft(
     root: Path | None = None,
     github: bool = False,
     github_base: str | None = None,
+    record: Path | None = None,
 ) -> list[Path]:
     """Write ``rfc/out/<name>.md`` and its sidecar for every post; their paths.
+
+    With *record* (the run's record, :mod:`kdl.record`), a figure from
+    ``results/`` comes from the run's file where the run wrote one; the
+    sidecar names the file each figure came from.
 
     A slot whose source is missing or does not resolve stops the draft with
     the template's file and line. With *github*, the state of each pull
@@ -46,7 +51,7 @@ def draft(
 
     root = (root or paths.ROOT).resolve()
     out_dir = out_dir or root / "rfc" / "out"
-    resolver = Resolver(root, QUOTE_RENDERERS)
+    resolver = Resolver(root, QUOTE_RENDERERS, record)
     rendered: dict[str, template.Rendered] = {}
     for name in NAMES:
         source = root / "rfc" / "templates" / f"{name}.md"

@@ -17,6 +17,7 @@ Templates name them in figure slots (:mod:`kdl.rfc.template`).
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -74,13 +75,27 @@ def _patch_stat(text: str, what: str) -> int:
 
 @dataclass
 class Resolver:
-    """Resolve references against files under *root* (cached)."""
+    """Resolve references against files under *root* (cached).
+
+    With *record* (a run's record, :mod:`kdl.record`: a directory in the
+    layout of ``results/``), a reference to ``results/X`` reads the run's
+    ``X`` where the run wrote one, and the recorded ``results/X`` otherwise.
+    """
 
     root: Path
     quote_renderers: Mapping[str, Callable[[Path, str], str]] | None = None
+    record: Path | None = None
 
     def __post_init__(self) -> None:
         self._json: dict[Path, Any] = {}
+
+    def source(self, file_part: str) -> str:
+        """The file, relative to the root, that a reference to *file_part* reads."""
+        if self.record is not None and file_part.startswith("results/"):
+            run = self.record / file_part.removeprefix("results/")
+            if run.is_file():
+                return Path(os.path.relpath(run, self.root)).as_posix()
+        return file_part
 
     def _load_json(self, path: Path, where: str) -> Any:
         if path not in self._json:
@@ -97,7 +112,7 @@ class Resolver:
         file_part, sep, selector = ref.partition("#")
         if not sep or not file_part:
             raise SourceError(f"{ref}: expected FILE#SELECTOR")
-        path = self.root / file_part
+        path = self.root / self.source(file_part)
         if file_part.endswith(".patch"):
             if selector not in ("insertions", "deletions", "files"):
                 raise SourceError(f"{ref}: unknown patch selector {selector!r}")
@@ -142,7 +157,9 @@ class Resolver:
         ptr = selector.partition("?")[0]
         if file_part.endswith(".json") and ptr.count("/") >= 1:
             parent = _walk(
-                self._load_json(self.root / file_part, ref), ptr.rpartition("/")[0], ref
+                self._load_json(self.root / self.source(file_part), ref),
+                ptr.rpartition("/")[0],
+                ref,
             )
             if isinstance(parent, dict):
                 unit = parent.get("unit")
@@ -157,7 +174,7 @@ class Resolver:
         renderers = self.quote_renderers or {}
         if kind not in renderers:
             raise SourceError(f"{ref}: unknown quote kind {kind!r}")
-        return renderers[kind](self.root / file_part, selector)
+        return renderers[kind](self.root / self.source(file_part), selector)
 
 
 def field_scale_ns(ref: str) -> float | None:

@@ -186,6 +186,21 @@ def _source_line(template: str, first: int, needle: str) -> int:
     return first
 
 
+def traced(expr: str, resolver: Resolver) -> str:
+    """*expr* naming the files *resolver* reads for it (a run's record where
+    it stands in for ``results/``), so that the sidecar traces each figure to
+    the file it came from."""
+    operator = next((op for op in OPERATORS if op in expr), None)
+    refs = [p.strip() for p in expr.split(operator, 1)] if operator else [expr]
+    read = []
+    for ref in refs:
+        file_part, sep, selector = ref.partition("#")
+        read.append(resolver.source(file_part) + sep + selector)
+    if read == refs:
+        return expr
+    return operator.join(read) if operator else read[0]
+
+
 def render(template: str, resolver: Resolver, where: str) -> Rendered:
     """Fill every slot of *template*; errors name ``WHERE:LINE``."""
     out: list[str] = []
@@ -198,7 +213,8 @@ def render(template: str, resolver: Resolver, where: str) -> Rendered:
                 block = resolver.quote(quote["ref"]).rstrip("\n").splitlines()
             except (SourceError, OSError, ValueError, KeyError, IndexError) as exc:
                 raise SourceError(f"{where}:{lineno}: {exc}") from None
-            quotes.append(Quote(len(out) + 1, len(out) + len(block), quote["ref"]))
+            ref = traced(quote["ref"], resolver)
+            quotes.append(Quote(len(out) + 1, len(out) + len(block), ref))
             out += block
             continue
         text = ""
@@ -213,7 +229,16 @@ def render(template: str, resolver: Resolver, where: str) -> Rendered:
             except SourceError as exc:
                 at = _source_line(template, lineno, m.group(0))
                 raise SourceError(f"{where}:{at}: {exc}") from None
-            figures.append(Figure(len(out) + 1, len(text), shown, expr, fmt, computed))
+            figures.append(
+                Figure(
+                    len(out) + 1,
+                    len(text),
+                    shown,
+                    traced(expr, resolver),
+                    fmt,
+                    computed,
+                )
+            )
             text += shown
             last = m.end()
         text += line[last:]

@@ -13,7 +13,8 @@
 // Each input is first read as an OffloadBinary container by the workspace's
 // reader (overlay/container/OffloadEntries.h, kdl-select's);
 // for each of several devices every entry it yields is checked by the
-// plugins' acceptance test (overlay/compat/PluginCompat.h) and ranked as
+// model of the plugins' acceptance (overlay/plugin-model/PluginAcceptance.h)
+// and ranked as
 // kdl-select ranks it (the entry's triple, arch and ImageKind, all from the
 // file), and the accepted ones are ordered as the series' loop orders them (a
 // stable sort by rank). Then the input is split by FuzzedDataProvider into a
@@ -27,7 +28,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "OffloadEntries.h"
-#include "PluginCompat.h"
+#include "PluginAcceptance.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"

@@ -4,8 +4,10 @@ A clone of the 22.1.8 tree (``kdl tree 22``, at its recorded commit) is
 "your" checkout. ``scripts/apply.py --llvm X`` with no other flag takes the
 series made for LLVM 22; ``scripts/build.py --llvm X --build-dir B`` builds
 it and prints the line that runs the tests; that line, run as the user runs
-it (no kdl environment), gives the counts kdl's own run recorded
-(results/real-trees/check-offload-22.json); ``revert`` and the same build
+it (no kdl environment), gives the counts kdl's own run measured (the
+run's record, build/record/real-trees/check-offload-22.json, which
+selftest --full writes before pytest runs; without one, the recorded
+results/real-trees/check-offload-22.json); ``revert`` and the same build
 and line give the base's counts; status, check and export need no flag on
 the branch; a tree of another version is refused in one line before any
 configure.
@@ -23,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from kdl import paths
+from kdl import paths, record
 from kdl.series.model import load
 from tests.llvm_tree import git
 
@@ -80,10 +82,8 @@ def run_printed_line(build_out: str) -> tuple[list[dict[str, int]], str]:
 def test_the_users_own_loop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     record_file = TREE.with_suffix(".json")
     assert record_file.is_file(), "the 22.1.8 tree is not made: run 'kdl tree 22'"
-    record = json.loads(record_file.read_text())
-    recorded = json.loads(
-        (paths.REAL_TREE_RESULTS / "check-offload-22.json").read_text()
-    )["suites"]
+    tree = json.loads(record_file.read_text())
+    recorded = json.loads(record.last("check-offload-22.json").read_text())["suites"]
     llvm, build = tmp_path / "llvm-project", tmp_path / "build"
     git(
         tmp_path,
@@ -94,7 +94,7 @@ def test_the_users_own_loop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
         str(TREE),
         str(llvm),
     )
-    git(llvm, "checkout", "--quiet", "-B", "main", record["commit"])
+    git(llvm, "checkout", "--quiet", "-B", "main", tree["commit"])
     for branch in git(
         llvm, "for-each-ref", "--format=%(refname:short)", "refs/heads"
     ).split():

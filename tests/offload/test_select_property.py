@@ -356,7 +356,7 @@ PINNED = [
         ],
         0,
     ),
-    # sm_100a on 10.3: accepted, listed first, but it does not run there.
+    # sm_100a on 10.3: listed first, refused (it does not run there; 0003).
     (
         Device(NVPTX, "sm_103"),
         [Img("cubin", "sm_100a"), Img("cubin", "sm_100", uid=1)],

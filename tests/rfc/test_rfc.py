@@ -76,6 +76,30 @@ def test_posts_pass_the_checker(tmp_path: Path) -> None:
     assert check.check_files(list(posts.values()), root) == []
 
 
+def test_a_run_drafts_from_its_own_record(tmp_path: Path) -> None:
+    """With a run's record (``kdl all``, ``selftest --full``), a figure comes
+    from the run's file where the run wrote one, and the sidecar says so."""
+    root = workspace(tmp_path)
+    run = root / "build" / "record"
+    (run / "real-trees").mkdir(parents=True)
+    rank = json.loads((root / "results/real-trees/rank.json").read_text())
+    rank["corpus_pairs"] = 1234567
+    (run / "real-trees" / "rank.json").write_text(json.dumps(rank))
+    posts = _draft(root, record=run)
+    assert "rank each of 1234567" in posts["ranked-selection"].read_text()
+    side = json.loads(template.sidecar_path(posts["ranked-selection"]).read_text())
+    exprs = [f["expr"] for f in side["figures"]]
+    assert "build/record/real-trees/rank.json#/corpus_pairs" in exprs
+    assert not any(e.startswith("results/real-trees/rank.json") for e in exprs)
+    # What the run did not write comes from the recorded results.
+    assert any(e.startswith("results/real-trees/check-offload-22.json") for e in exprs)
+    assert check.check_files(list(posts.values()), root) == []
+    # Without the run's record, the recorded results.
+    posts = _draft(root)
+    assert "rank each of 1234567" not in posts["ranked-selection"].read_text()
+    assert check.check_files(list(posts.values()), root) == []
+
+
 def test_every_figure_is_its_source_recomputed_independently(tmp_path: Path) -> None:
     root = workspace(tmp_path)
     seen = 0

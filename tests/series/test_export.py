@@ -25,6 +25,21 @@ from tests.llvm_tree import (
 # --- export ---------------------------------------------------------------------------
 
 
+def _commit_series(series: SeriesDir, message: str) -> str:
+    """Make the series directory a git repository holding it; the commit."""
+    git(series.dir, "init", "--quiet")
+    git(series.dir, "add", "-A")
+    git(series.dir, "commit", "--quiet", "-m", message)
+    return git(series.dir, "rev-parse", "HEAD").strip()
+
+
+def _amend_offload_api(llvm: Path, line: str) -> None:
+    """Edit the last patch of the applied series: *line* appended to the
+    offload API header it changes, amended into its commit."""
+    (llvm / OFFLOAD_API).write_text((llvm / OFFLOAD_API).read_text() + line + "\n")
+    git(llvm, "commit", "--quiet", "--amend", "-a", "--no-edit")
+
+
 def test_export_round_trip_is_byte_identical(
     capsys: pytest.CaptureFixture[str], llvm: Path, series: SeriesDir
 ) -> None:
@@ -72,8 +87,7 @@ def test_export_writes_edits_and_new_commits(
     before = files_of(series.dir)
     assert apply(capsys, llvm, series)[0] == 0
     # Edit patch 3 on the branch and add a fourth commit touching a new and an old file.
-    (llvm / OFFLOAD_API).write_text((llvm / OFFLOAD_API).read_text() + "// refined\n")
-    git(llvm, "commit", "--quiet", "--amend", "-a", "--no-edit")
+    _amend_offload_api(llvm, "// refined")
     (llvm / "offload/NEWS.txt").write_text("ranked selection\n")
     (llvm / "llvm/include/llvm/Object/Binary.h").write_text(
         (llvm / "llvm/include/llvm/Object/Binary.h").read_text() + "// binary\n"
@@ -122,8 +136,7 @@ def test_export_keeps_each_version_with_a_range_diff_and_changelog(
     # Nothing changed: no new version.
     assert on_series(capsys, "export", llvm, series)[0] == 0
     assert not (series.dir / "versions").exists()
-    (llvm / OFFLOAD_API).write_text((llvm / OFFLOAD_API).read_text() + "// refined\n")
-    git(llvm, "commit", "--quiet", "--amend", "-a", "--no-edit")
+    _amend_offload_api(llvm, "// refined")
     status, _, err = on_series(
         capsys, "export", llvm, series, "-m", "Rank by fit, not by key"
     )
@@ -146,8 +159,7 @@ def test_export_keeps_each_version_with_a_range_diff_and_changelog(
         r"^- v2 \(\d{4}-\d{2}-\d{2}\): Rank by fit, not by key$", log, re.M
     )
     # A second change: v2 is kept, v3 written; the default line says what changed.
-    (llvm / OFFLOAD_API).write_text((llvm / OFFLOAD_API).read_text() + "// again\n")
-    git(llvm, "commit", "--quiet", "--amend", "-a", "--no-edit")
+    _amend_offload_api(llvm, "// again")
     assert on_series(capsys, "export", llvm, series)[0] == 0
     assert (series.dir / "versions" / "v2" / "series").read_text().count("version: 2")
     assert "version: 3\n" in (series.dir / "series").read_text()
@@ -159,14 +171,10 @@ def test_export_keeps_each_version_with_a_range_diff_and_changelog(
 def test_export_keeps_the_old_version_as_a_tag_in_git(
     capsys: pytest.CaptureFixture[str], llvm: Path, series: SeriesDir
 ) -> None:
-    git(series.dir, "init", "--quiet")
-    git(series.dir, "add", "-A")
-    git(series.dir, "commit", "--quiet", "-m", "series v1")
-    v1 = git(series.dir, "rev-parse", "HEAD").strip()
+    v1 = _commit_series(series, "series v1")
     before = files_of(series.dir)
     assert apply(capsys, llvm, series)[0] == 0
-    (llvm / OFFLOAD_API).write_text((llvm / OFFLOAD_API).read_text() + "// refined\n")
-    git(llvm, "commit", "--quiet", "--amend", "-a", "--no-edit")
+    _amend_offload_api(llvm, "// refined")
     status, out, err = on_series(capsys, "export", llvm, series)
     assert status == 0, err
     assert "v1 kept as the git tag test-series-v1" in out
@@ -180,8 +188,7 @@ def test_export_keeps_the_old_version_as_a_tag_in_git(
     git(series.dir, "add", "-A")
     git(series.dir, "commit", "--quiet", "-m", "series v2")
     git(series.dir, "tag", "test-series-v2", v1)
-    (llvm / OFFLOAD_API).write_text((llvm / OFFLOAD_API).read_text() + "// again\n")
-    git(llvm, "commit", "--quiet", "--amend", "-a", "--no-edit")
+    _amend_offload_api(llvm, "// again")
     status, _, err = on_series(capsys, "export", llvm, series)
     assert status == 1
     assert "the tag test-series-v2 holds another" in err
@@ -209,12 +216,9 @@ def test_export_renumbers_after_an_inserted_commit(
 def test_export_refuses_to_overwrite_uncommitted_patches(
     capsys: pytest.CaptureFixture[str], llvm: Path, series: SeriesDir
 ) -> None:
-    git(series.dir, "init", "--quiet")
-    git(series.dir, "add", "-A")
-    git(series.dir, "commit", "--quiet", "-m", "series")
+    _commit_series(series, "series")
     assert apply(capsys, llvm, series)[0] == 0
-    (llvm / OFFLOAD_API).write_text((llvm / OFFLOAD_API).read_text() + "// refined\n")
-    git(llvm, "commit", "--quiet", "--amend", "-a", "--no-edit")
+    _amend_offload_api(llvm, "// refined")
     patch = series.dir / series.names[2]
     patch.write_text(patch.read_text() + "\n")
     status, _, err = on_series(capsys, "export", llvm, series)

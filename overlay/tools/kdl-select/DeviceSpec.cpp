@@ -7,7 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "DeviceSpec.h"
-#include "PluginCompat.h"
+#include "PluginAcceptance.h"
 
 #include "llvm/TargetParser/TargetParser.h"
 #include "llvm/TargetParser/Triple.h"

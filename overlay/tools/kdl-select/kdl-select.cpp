@@ -11,12 +11,13 @@
 // SHT_LLVM_OFFLOADING section) with the workspace's container reader
 // (container/OffloadEntries.h; --max-inflated, --max-binaries and
 // --max-strings raise its bounds for one input), checks each as the device's
-// offload plugin would (compat/PluginCompat.h), orders the accepted ones as
-// the loop of series v6 does (GenericDeviceTy::loadBinary: each accepted
-// entry ranked by llvm::object::OffloadDeviceTarget::rank, a stable sort, so
-// that equal ranks keep the container's order) and prints every verdict, the
-// image today's runtime loads (the first accepted) and the series' choice, the
-// first in rank order:
+// offload plugin with the series would (plugin-model/PluginAcceptance.h),
+// orders the accepted ones as the series' loop does
+// (GenericDeviceTy::loadBinary: each accepted entry ranked by
+// llvm::object::OffloadDeviceTarget::rank, a stable sort, so that equal ranks
+// keep the container's order) and prints every verdict, the image a
+// first-compatible loop (#186088's) loads, the first accepted, and the series'
+// choice, the first in rank order:
 //
 //   image 0: rejected: sm_89 cubin does not run on compute capability 9.0
 //   image 1: rank 2: sm_90, native fit
@@ -49,7 +50,7 @@
 
 #include "DeviceSpec.h"
 #include "OffloadEntries.h"
-#include "PluginCompat.h"
+#include "PluginAcceptance.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Object/OffloadBinary.h"
@@ -235,13 +236,11 @@ static Answer answer(const Question &Q) {
     if (E.MetadataOnly)
       V.Detail = "metadata-only entry (OIF_Metadata): no image";
     else
-      // The candidates: what LLVM 22.1.8's plugins accept
-      // (isPluginCompatible, isDeviceCompatible and the CUDA and AMDGPU
-      // isELFCompatible, compat/PluginCompat.h). It models the plugins
-      // without the series' own acceptance changes (release-22.x 0003: an
-      // arch-specific cubin only on its SM; 0011: PTX), so an sm_100a cubin
-      // is a candidate on 10.3 (the rank says it does not run) and raw PTX
-      // is not one.
+      // The candidates: what the plugins with the series accept
+      // (isPluginCompatible, isDeviceCompatible, the CUDA and AMDGPU
+      // isELFCompatible and the CUDA plugin's isOtherImageCompatible,
+      // plugin-model/PluginAcceptance.h): an arch-specific cubin only on its
+      // SM (0003), PTX where the rank says it runs (0007).
       V.Accepted = kdl::pluginAccepts(E.Image, Device, V.Detail);
     if (V.Accepted) {
       V.Rank = Target.rank(E.Triple, E.Arch, E.ImageKind);

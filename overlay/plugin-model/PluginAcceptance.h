@@ -1,4 +1,4 @@
-//===- PluginCompat.h - Which images the offload plugins accept -*- C++ -*-===//
+//===- PluginAcceptance.h - A model of the plugins' acceptance --*- C++ -*-===//
 //
 // Part of the kdl project, under the Apache License v2.0 with LLVM Exceptions.
 // See https://llvm.org/LICENSE.txt for license information.
@@ -6,19 +6,30 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// The runtime's own acceptance test, for tools that run without a plugin:
-// GenericPluginTy::isPluginCompatible / isDeviceCompatible (an ELF image of
-// the plugin's machine that the plugin's isELFCompatible accepts for the
-// device; a bitcode image for the plugin's architecture; nothing else) with
-// the CUDA and AMDGPU plugins' isELFCompatible rules. The ranking only orders
-// images this accepts, so "first compatible" below is today's choice.
+// A model of which images the offload plugins accept for a device, with the
+// series' changes, for the tools that run without a device (kdl-select, the
+// fuzzer): GenericPluginTy::isPluginCompatible / isDeviceCompatible (an ELF
+// image of the plugin's machine that the plugin's isELFCompatible accepts
+// for the device; a bitcode image for the plugin's architecture; the CUDA
+// plugin's isOtherImageCompatible for anything else) with the CUDA and
+// AMDGPU plugins' isELFCompatible rules. The series' changes it follows:
 //
-// Not part of the series: the series calls the plugins themselves.
+//   0003 (release-22.x 0003): an arch-specific cubin (sm_XYa) runs only on
+//        compute capability X.Y (the plugin's isCubinCompatible);
+//   0007 (release-22.x 0013): PTX text whose .target the NVPTX target parser
+//        knows is accepted where the rank of PTX for that target on the
+//        device says it runs.
+//
+// It is a model, not the plugins' code: their checks query the device
+// (cuDeviceGetAttribute, the HSA agent's ISAs), which the real trees cannot
+// do without one, so the rules are restated here on a described device.
+// tests/offload/test_plugin_model.py checks that it restates the series'
+// plugin text where it can: the arch-specific rule and the PTX directives.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef KDL_COMPAT_PLUGINCOMPAT_H
-#define KDL_COMPAT_PLUGINCOMPAT_H
+#ifndef KDL_PLUGINMODEL_PLUGINACCEPTANCE_H
+#define KDL_PLUGINMODEL_PLUGINACCEPTANCE_H
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Object/OffloadBinary.h"
@@ -51,11 +62,11 @@ struct PluginDevice {
   std::vector<std::string> OtherISAs;
 };
 
-/// Whether the plugin of \p Device loads \p Image on it; when it does not,
-/// \p Why says why in one line.
+/// Whether the plugin of \p Device, with the series, loads \p Image on it;
+/// when it does not, \p Why says why in one line.
 bool pluginAccepts(llvm::StringRef Image, const PluginDevice &Device,
                    std::string &Why);
 
 } // namespace kdl
 
-#endif // KDL_COMPAT_PLUGINCOMPAT_H
+#endif // KDL_PLUGINMODEL_PLUGINACCEPTANCE_H

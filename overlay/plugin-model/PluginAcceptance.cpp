@@ -1,4 +1,4 @@
-//===- PluginCompat.cpp - Which images the offload plugins accept ---------===//
+//===- PluginAcceptance.cpp - A model of the plugins' acceptance ----------===//
 //
 // Part of the kdl project, under the Apache License v2.0 with LLVM Exceptions.
 // See https://llvm.org/LICENSE.txt for license information.
@@ -6,15 +6,16 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// Follows offload/plugins-nextgen: common/src/PluginInterface.cpp
-// (isPluginCompatible, isDeviceCompatible), common/src/Utils/ELF.cpp
-// (checkMachine) and the isELFCompatible of cuda/src/rtl.cpp and
-// amdgpu/src/rtl.cpp, which are the same in LLVM 22.1.8 and in the bases
-// recorded in patches/series.
+// Follows offload/plugins-nextgen with the series applied:
+// common/src/PluginInterface.cpp (isPluginCompatible, isDeviceCompatible),
+// common/src/Utils/ELF.cpp (checkMachine), and the CUDA and AMDGPU plugins'
+// isELFCompatible and the CUDA plugin's isOtherImageCompatible. The CUDA
+// plugin's isCubinCompatible and getPTXTarget are the series' text (0003 and
+// 0007; release-22.x 0003 and 0013), which a test compares.
 //
 //===----------------------------------------------------------------------===//
 
-#include "PluginCompat.h"
+#include "PluginAcceptance.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/BinaryFormat/ELF.h"
@@ -22,7 +23,9 @@
 #include "llvm/Bitcode/BitcodeReader.h"
 #include "llvm/Frontend/Offloading/Utility.h"
 #include "llvm/Object/ELFObjectFile.h"
+#include "llvm/Object/OffloadTargetRank.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/TargetParser/NVPTXTargetParser.h"
 
 using namespace llvm;
 using namespace llvm::object;
@@ -120,22 +123,123 @@ static bool checkMachine(const ELF64LEObjectFile &Obj, uint16_t Machine,
   return true;
 }
 
-/// The CUDA plugin's isELFCompatible: the same major compute capability and
-/// a minor one no higher than the device's.
+/// The series' CUDAPluginTy::isCubinCompatible (0003), as it is there.
+/// Whether a cubin with the ELF header fields \p ABIVersion and \p EFlags
+/// runs on a device of compute capability \p Major.\p Minor.
+static bool isCubinCompatible(uint8_t ABIVersion, uint32_t EFlags,
+                              int32_t Major, int32_t Minor) {
+  // ABI v1 stores the SM in the low byte and marks arch-specific code
+  // (sm_XXa) with EF_CUDA_ACCELERATORS_V1; ABI v2 stores it in bits 8-15 and
+  // marks it with EF_CUDA_ACCELERATORS. Each flag is part of the SM number
+  // under the other ABI.
+  bool IsV1 = ABIVersion == ELF::ELFABIVERSION_CUDA_V1;
+  unsigned SM = IsV1
+                    ? EFlags & ELF::EF_CUDA_SM
+                    : (EFlags & ELF::EF_CUDA_SM_MASK) >> ELF::EF_CUDA_SM_OFFSET;
+  bool IsArchSpecific = EFlags & (IsV1 ? ELF::EF_CUDA_ACCELERATORS_V1
+                                       : ELF::EF_CUDA_ACCELERATORS);
+  int32_t ImageMajor = SM / 10;
+  int32_t ImageMinor = SM % 10;
+
+  // Arch-specific code runs only on the compute capability it was built
+  // for.
+  if (IsArchSpecific)
+    return Major == ImageMajor && Minor == ImageMinor;
+
+  // Other code runs on any GPU with the same major revision and the same or
+  // a higher minor revision. This is also the rule for family-specific code
+  // (sm_XXf), for which ELF.h defines no flag.
+  return Major == ImageMajor && Minor >= ImageMinor;
+}
+
+/// The series' CUDAPluginTy::getPTXTarget (0007), as it is there.
+/// Return the target PTX text \p Image is written for (sm_80 for
+/// ".target sm_80"), or nothing if it is not PTX. A PTX module begins with
+/// its .version directive, then its .target directive, after any comments.
+static StringRef getPTXTarget(StringRef Image) {
+  auto SkipSpaceAndComments = [](StringRef Text) {
+    while (true) {
+      Text = Text.ltrim();
+      if (Text.consume_front("//"))
+        Text = Text.drop_until([](char C) { return C == '\n'; });
+      else if (Text.consume_front("/*"))
+        Text = Text.split("*/").second;
+      else
+        return Text;
+    }
+  };
+  StringRef Text = SkipSpaceAndComments(Image);
+  if (!Text.consume_front(".version"))
+    return {};
+  Text = Text.ltrim(" \t").drop_while(
+      [](char C) { return isDigit(C) || C == '.'; });
+  Text = SkipSpaceAndComments(Text);
+  if (!Text.consume_front(".target"))
+    return {};
+  return Text.ltrim(" \t").take_until(
+      [](char C) { return C == ',' || isSpace(C); });
+}
+
+/// The device's compute capability (major, minor) from its compute unit
+/// kind, "sm_90"; what the plugin's getComputeCapability asks the driver.
+static std::optional<std::pair<int32_t, int32_t>>
+getComputeCapability(StringRef DeviceArch) {
+  unsigned DeviceSM = 0;
+  if (!DeviceArch.consume_front("sm_") || DeviceArch.getAsInteger(10, DeviceSM))
+    return std::nullopt;
+  return std::make_pair(int32_t(DeviceSM / 10), int32_t(DeviceSM % 10));
+}
+
+/// The CUDA plugin's isELFCompatible: isCubinCompatible on the device's
+/// compute capability.
 static bool cudaAccepts(const ELF64LEObjectFile &Obj, StringRef DeviceArch,
                         std::string &Why) {
-  unsigned SM = getCubinSM(Obj.getELFFile().getHeader());
-  unsigned DeviceSM = 0;
-  if (!DeviceArch.starts_with("sm_") ||
-      DeviceArch.drop_front(3).getAsInteger(10, DeviceSM)) {
+  auto CC = getComputeCapability(DeviceArch);
+  if (!CC) {
     Why = "device has no compute capability";
     return false;
   }
-  if (SM / 10 == DeviceSM / 10 && SM % 10 <= DeviceSM % 10)
+  auto [Major, Minor] = *CC;
+  const ELF64LE::Ehdr &Header = Obj.getELFFile().getHeader();
+  if (isCubinCompatible(Header.e_ident[ELF::EI_ABIVERSION], Header.e_flags,
+                        Major, Minor))
     return true;
   Why = formatv("{0} cubin does not run on compute capability {1}.{2}",
-                getCubinName(Obj.getELFFile().getHeader()), DeviceSM / 10,
-                DeviceSM % 10);
+                getCubinName(Header), Major, Minor);
+  return false;
+}
+
+/// The CUDA plugin's isOtherImageCompatible (0007): PTX for a target the
+/// NVPTX target parser knows, where the rank of PTX for that target on the
+/// device says it runs. Every other plugin accepts no such image.
+static bool otherImageAccepted(StringRef Image, const kdl::PluginDevice &Device,
+                               std::string &Why) {
+  if (!Device.Triple.isNVPTX()) {
+    Why = "neither ELF nor bitcode: the plugin's image checks do not accept it";
+    return false;
+  }
+  StringRef PTXTarget = getPTXTarget(Image);
+  if (PTXTarget.empty()) {
+    Why = "neither ELF, bitcode nor PTX: the plugin's image checks do not "
+          "accept it";
+    return false;
+  }
+  if (NVPTX::parseArch(PTXTarget) == NVPTX::GK_NONE) {
+    Why = ("PTX for an unknown target " + PTXTarget).str();
+    return false;
+  }
+  auto CC = getComputeCapability(Device.Arch);
+  if (!CC) {
+    Why = "device has no compute capability";
+    return false;
+  }
+  auto [Major, Minor] = *CC;
+  std::string Triple = Device.Triple.str();
+  OffloadDeviceTarget Target(Triple, ("sm_" + Twine(Major * 10 + Minor)).str());
+  if (Target.rank(Triple, PTXTarget, IMG_PTX).runs())
+    return true;
+  Why = formatv("PTX for {0} does not run on compute capability {1}.{2}",
+                PTXTarget, Major, Minor);
   return false;
 }
 
@@ -207,10 +311,8 @@ bool kdl::pluginAccepts(StringRef Image, const PluginDevice &Device,
     return false;
   }
   default:
-    // isImageCompatible(): neither the CUDA, the AMDGPU nor the host plugin
-    // accepts anything else (raw PTX, SPIR-V, fatbinaries) here.
-    Why =
-        "neither ELF nor bitcode: the plugin's image check does not accept it";
-    return false;
+    // isOtherImageCompatible: the CUDA plugin's PTX; nothing else (SPIR-V,
+    // fatbinaries) is accepted by the CUDA, the AMDGPU or the host plugin.
+    return otherImageAccepted(Image, Device, Why);
   }
 }
