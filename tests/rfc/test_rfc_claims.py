@@ -70,7 +70,7 @@ DEFECTS = [
     (
         "two-small-patches",
         RANKED,
-        _swap("Four fixes I found", "Two small patches I found"),
+        _swap("Four fixes stand alone", "Two small patches stand alone"),
         "'Two small patches': the series has no step of 2",
     ),
     (
@@ -125,16 +125,19 @@ DEFECTS = [
         "failures-are-our-setups",
         RANKED,
         _swap(
-            "come from my set-up; not all were investigated",
-            "are all our set-up's",
+            "not all of their failures were investigated",
+            "their failures are all our set-up's",
         ),
         "a cause of failures stated as certain",
     ),
     (
         "cost-labelled-with-another-version",
         RANKED,
-        _swap("what the choice adds lies", "what series v7's choice adds lies"),
-        "'v7' labels figures that measured series v6",
+        _swap(
+            "Timed inside the runtime on the H200, the choice",
+            "Timed inside the runtime on the H200, series v6's choice",
+        ),
+        "'v6' labels figures that measured series v7",
     ),
     (
         "registerlib-asks-liboffload",
