@@ -12,10 +12,13 @@ went.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import logging
 import os
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from xml.etree import ElementTree
 
@@ -49,6 +52,30 @@ def _draft_and_check_rfc(run: bool) -> tuple[list[Path], list[str]]:
 
     posts = rfc.draft(record=record.RUN if run else None)
     return posts, check.check_files(posts, paths.ROOT)
+
+
+@contextlib.contextmanager
+def _patch_lines_to(log_file: Path) -> Iterator[None]:
+    """Print an apply's summary; its line per patch goes to *log_file* only.
+
+    ``kdl apply`` prints a line per patch, as ``git am`` does; in the main
+    job the fourteen lines would bury its summary. On a failure everything
+    is printed: the failing patch is in the lines."""
+    buffer = io.StringIO()
+    ok = False
+    try:
+        with contextlib.redirect_stdout(buffer):
+            yield
+        ok = True
+    finally:
+        text = buffer.getvalue()
+        log_file.parent.mkdir(parents=True, exist_ok=True)
+        log_file.write_text(text)
+        for line in text.splitlines():
+            if not ok or not line.startswith("  "):
+                print(line)
+        if ok and text:
+            print(f"  each patch: {log_file}")
 
 
 def real_trees(*, bench: bool = False) -> tuple[int, int, list[str], list[str]]:
@@ -89,14 +116,15 @@ def real_trees(*, bench: bool = False) -> tuple[int, int, list[str], list[str]]:
     started = time.monotonic()
     backport = load(paths.BACKPORT_SERIES)
     ensure_identity(tree22.path)
-    try:
-        apply_series(tree22.path, backport)
-    except GitError as err:
-        # The tree is kdl's own: another version of the series applied there
-        # (an earlier run's) goes, then this one is applied.
-        log.info("tree 22: %s; reverting the branch and applying again", err)
-        revert_series(tree22.path, backport, force=True)
-        apply_series(tree22.path, backport)
+    with _patch_lines_to(paths.BUILD / "logs" / "apply-22.log"):
+        try:
+            apply_series(tree22.path, backport)
+        except GitError as err:
+            # The tree is kdl's own: another version of the series applied
+            # there (an earlier run's) goes, then this one is applied.
+            log.info("tree 22: %s; reverting the branch and applying again", err)
+            revert_series(tree22.path, backport, force=True)
+            apply_series(tree22.path, backport)
     timed("apply backport", started)
     started = time.monotonic()
     doc = baseline.compare(tree22.path, paths.BUILD / "real-22", tree22.record)
