@@ -3,6 +3,8 @@ and the raw lines say what the README and the RFC quote."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from kdl.results import realruntimes
 
 DIR = realruntimes.DIR
@@ -67,6 +69,26 @@ def test_upstream_nvptx_tests_do_not_change_with_the_series() -> None:
     assert nv["differ"] == [] and nv["regressions"] == []
 
 
+def _loaded(doc: dict[str, Any]) -> dict[str, dict[str, str]]:
+    """What each runtime loaded from each image, in short."""
+    return {
+        name: {k: row[k]["short"] for k in ("22-base", "22-loop", "22-series")}
+        for name, row in doc["choices"].items()
+    }
+
+
+def _ptx_from_a_container(loaded: dict[str, dict[str, str]]) -> None:
+    """PTX from a container: only the series loads it; a refused PTX entry
+    ranked first is followed by the next candidate, which loads and runs."""
+    for name in ("v1-80-ptx.bin", "v1-ptx.bin"):
+        assert loaded[name] == {
+            "22-base": "refused",
+            "22-loop": "refused",
+            "22-series": "compute_80",
+        }
+    assert loaded["v1-ptx-bad90.bin"]["22-series"] == "compute_80"
+
+
 def test_series_v6_on_the_gpu() -> None:
     """Series v6's run: PTX from a container, a fallback that happens, what
     refused images leave behind, as the raw lines say."""
@@ -74,19 +96,8 @@ def test_series_v6_on_the_gpu() -> None:
         assert (realruntimes.DIR_V6 / name).read_text() == text, f"{name} edited"
     doc = realruntimes.report(realruntimes.DIR_V6)
     assert doc["runtimes"]["22-series"].startswith("22.1.8 + series v6 ")
-    loaded = {
-        name: {k: row[k]["short"] for k in ("22-base", "22-loop", "22-series")}
-        for name, row in doc["choices"].items()
-    }
-    # PTX from a container: only v6 loads it.
-    for name in ("v1-80-ptx.bin", "v1-ptx.bin"):
-        assert loaded[name] == {
-            "22-base": "refused",
-            "22-loop": "refused",
-            "22-series": "compute_80",
-        }
-    # The refused PTX ranks first; the next candidate loads and runs.
-    assert loaded["v1-ptx-bad90.bin"]["22-series"] == "compute_80"
+    loaded = _loaded(doc)
+    _ptx_from_a_container(loaded)
     assert (
         "unsupported toolchain"
         in doc["choices"]["bad-version-90.ptx"]["22-series"]["outcome"]
@@ -122,17 +133,8 @@ def test_series_v7_on_the_gpu() -> None:
     assert any(
         line.startswith("timers: gpu/realrt/selection-timer.patch") for line in harness
     )
-    loaded = {
-        name: {k: row[k]["short"] for k in ("22-base", "22-loop", "22-series")}
-        for name, row in doc["choices"].items()
-    }
-    for name in ("v1-80-ptx.bin", "v1-ptx.bin"):
-        assert loaded[name] == {
-            "22-base": "refused",
-            "22-loop": "refused",
-            "22-series": "compute_80",
-        }
-    assert loaded["v1-ptx-bad90.bin"]["22-series"] == "compute_80"
+    loaded = _loaded(doc)
+    _ptx_from_a_container(loaded)
     assert loaded["v1-ptx90-90.bin"]["22-series"] == "sm_90"
     for name, loop, series in (
         ("v1-80-90-90a.bin", "sm_90", "sm_90a"),
