@@ -43,6 +43,7 @@ NVPTX_ARCHS = [
     "sm_120f",
     "sm_121",
     "sm_121f",
+    "sm_130",
 ]
 NVPTX_DEVICES = [
     "sm_70",
@@ -55,6 +56,11 @@ NVPTX_DEVICES = [
     "sm_103",
     "sm_120",
     "sm_121",
+    # Compute capabilities the NVPTX target parser does not know: the rank
+    # reads their SM as a number.
+    "sm_122",
+    "sm_130",
+    "sm_9",
 ]
 AMDGPU_PROCESSORS = [
     "gfx900",

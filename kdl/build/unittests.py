@@ -153,6 +153,7 @@ FAIL_WITHOUT: dict[str, dict[str, tuple[str, ...]]] = {
         "ELFObjectFileTest": (
             "ELFObjectFileTest.CPUNameForAMDGPU",
             "ELFObjectFileTest.CPUNameForCUDA",
+            "ELFObjectFileTest.CPUNameForCUDAFromNVCompat",
         ),
         "OffloadingTest": (
             "OffloadingTest.checkStringNotTerminated",
@@ -163,6 +164,7 @@ FAIL_WITHOUT: dict[str, dict[str, tuple[str, ...]]] = {
         "ELFObjectFileTest": (
             "ELFObjectFileTest.CPUNameForAMDGPU",
             "ELFObjectFileTest.CPUNameForCUDA",
+            "ELFObjectFileTest.CPUNameForCUDAFromNVCompat",
         ),
         "OffloadingTest": (
             "OffloadingTest.checkImageOutOfBounds",

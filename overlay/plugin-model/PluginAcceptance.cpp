@@ -9,9 +9,9 @@
 // Follows offload/plugins-nextgen with the series applied:
 // common/src/PluginInterface.cpp (isPluginCompatible, isDeviceCompatible),
 // common/src/Utils/ELF.cpp (checkMachine), and the CUDA and AMDGPU plugins'
-// isELFCompatible and the CUDA plugin's isOtherImageCompatible. The CUDA
-// plugin's isCubinCompatible and getPTXTarget are the series' text (0003 and
-// 0007; release-22.x 0003 and 0013), which a test compares.
+// isELFCompatible and the CUDA plugin's isImageCompatible. The series' rule
+// for arch-specific cubins and its PTX acceptance are the series' text (0003
+// and 0007; release-22.x 0003 and 0014), which a test compares.
 //
 //===----------------------------------------------------------------------===//
 
@@ -57,13 +57,12 @@ static unsigned getCubinSM(const ELF64LE::Ehdr &Header) {
                                 ELF::EF_CUDA_SM_OFFSET;
 }
 
-/// "sm_90a": the name without ELFObjectFileBase::tryGetCPUName, which has
-/// none (llvm_unreachable) for a compute capability LLVM does not know.
-static std::string getCubinName(const ELF64LE::Ehdr &Header) {
-  bool Accelerated =
-      Header.e_flags & (isCudaV1(Header) ? ELF::EF_CUDA_ACCELERATORS_V1
-                                         : ELF::EF_CUDA_ACCELERATORS);
-  return "sm_" + std::to_string(getCubinSM(Header)) + (Accelerated ? "a" : "");
+/// "sm_90a": the cubin's CPU name, or "sm_<SM>" for an SM that this LLVM
+/// does not know (tryGetCPUName has no name for it).
+static std::string getCubinName(const ELF64LEObjectFile &Obj) {
+  if (std::optional<StringRef> CPU = Obj.tryGetCPUName())
+    return CPU->str();
+  return "sm_" + std::to_string(getCubinSM(Obj.getELFFile().getHeader()));
 }
 
 /// EF_AMDGPU_MACH values LLVM 22 reserves: ELFObjectFileBase::tryGetCPUName
@@ -123,63 +122,6 @@ static bool checkMachine(const ELF64LEObjectFile &Obj, uint16_t Machine,
   return true;
 }
 
-/// The series' CUDAPluginTy::isCubinCompatible (0003), as it is there.
-/// Whether a cubin with the ELF header fields \p ABIVersion and \p EFlags
-/// runs on a device of compute capability \p Major.\p Minor.
-static bool isCubinCompatible(uint8_t ABIVersion, uint32_t EFlags,
-                              int32_t Major, int32_t Minor) {
-  // ABI v1 stores the SM in the low byte and marks arch-specific code
-  // (sm_XXa) with EF_CUDA_ACCELERATORS_V1; ABI v2 stores it in bits 8-15 and
-  // marks it with EF_CUDA_ACCELERATORS. Each flag is part of the SM number
-  // under the other ABI.
-  bool IsV1 = ABIVersion == ELF::ELFABIVERSION_CUDA_V1;
-  unsigned SM = IsV1
-                    ? EFlags & ELF::EF_CUDA_SM
-                    : (EFlags & ELF::EF_CUDA_SM_MASK) >> ELF::EF_CUDA_SM_OFFSET;
-  bool IsArchSpecific = EFlags & (IsV1 ? ELF::EF_CUDA_ACCELERATORS_V1
-                                       : ELF::EF_CUDA_ACCELERATORS);
-  int32_t ImageMajor = SM / 10;
-  int32_t ImageMinor = SM % 10;
-
-  // Arch-specific code runs only on the compute capability it was built
-  // for.
-  if (IsArchSpecific)
-    return Major == ImageMajor && Minor == ImageMinor;
-
-  // Other code runs on any GPU with the same major revision and the same or
-  // a higher minor revision. This is also the rule for family-specific code
-  // (sm_XXf), for which ELF.h defines no flag.
-  return Major == ImageMajor && Minor >= ImageMinor;
-}
-
-/// The series' CUDAPluginTy::getPTXTarget (0007), as it is there.
-/// Return the target PTX text \p Image is written for (sm_80 for
-/// ".target sm_80"), or nothing if it is not PTX. A PTX module begins with
-/// its .version directive, then its .target directive, after any comments.
-static StringRef getPTXTarget(StringRef Image) {
-  auto SkipSpaceAndComments = [](StringRef Text) {
-    while (true) {
-      Text = Text.ltrim();
-      if (Text.consume_front("//"))
-        Text = Text.drop_until([](char C) { return C == '\n'; });
-      else if (Text.consume_front("/*"))
-        Text = Text.split("*/").second;
-      else
-        return Text;
-    }
-  };
-  StringRef Text = SkipSpaceAndComments(Image);
-  if (!Text.consume_front(".version"))
-    return {};
-  Text = Text.ltrim(" \t").drop_while(
-      [](char C) { return isDigit(C) || C == '.'; });
-  Text = SkipSpaceAndComments(Text);
-  if (!Text.consume_front(".target"))
-    return {};
-  return Text.ltrim(" \t").take_until(
-      [](char C) { return C == ',' || isSpace(C); });
-}
-
 /// The device's compute capability (major, minor) from its compute unit
 /// kind, "sm_90"; what the plugin's getComputeCapability asks the driver.
 static std::optional<std::pair<int32_t, int32_t>>
@@ -190,8 +132,28 @@ getComputeCapability(StringRef DeviceArch) {
   return std::make_pair(int32_t(DeviceSM / 10), int32_t(DeviceSM % 10));
 }
 
-/// The CUDA plugin's isELFCompatible: isCubinCompatible on the device's
-/// compute capability.
+/// The CUDA plugin's isELFCompatible after its compute capability query:
+/// the SM from e_flags as upstream reads it, and the series' rule for
+/// arch-specific cubins (0003) as it is there.
+static bool cubinRunsOn(const ELF64LEObjectFile &Obj, int32_t Major,
+                        int32_t Minor) {
+  // Named as the plugin names it, so that its text can be compared.
+  const ELF64LEObjectFile *ElfOrErr = &Obj;
+  unsigned SM = getCubinSM(ElfOrErr->getELFFile().getHeader());
+  int32_t ImageMajor = SM / 10;
+  int32_t ImageMinor = SM % 10;
+
+  // Arch-specific code (sm_90a) runs only on the compute capability it was
+  // built for. The CPU name says whether the cubin is such code, from the
+  // flag of its ABI or from nvcc's .nv.compat section.
+  std::optional<StringRef> CPU = ElfOrErr->tryGetCPUName();
+  if (CPU && CPU->ends_with("a"))
+    return Major == ImageMajor && Minor == ImageMinor;
+
+  return Major == ImageMajor && Minor >= ImageMinor;
+}
+
+/// The CUDA plugin's isELFCompatible on the device's compute capability.
 static bool cudaAccepts(const ELF64LEObjectFile &Obj, StringRef DeviceArch,
                         std::string &Why) {
   auto CC = getComputeCapability(DeviceArch);
@@ -200,46 +162,45 @@ static bool cudaAccepts(const ELF64LEObjectFile &Obj, StringRef DeviceArch,
     return false;
   }
   auto [Major, Minor] = *CC;
-  const ELF64LE::Ehdr &Header = Obj.getELFFile().getHeader();
-  if (isCubinCompatible(Header.e_ident[ELF::EI_ABIVERSION], Header.e_flags,
-                        Major, Minor))
+  if (cubinRunsOn(Obj, Major, Minor))
     return true;
   Why = formatv("{0} cubin does not run on compute capability {1}.{2}",
-                getCubinName(Header), Major, Minor);
+                getCubinName(Obj), Major, Minor);
   return false;
 }
 
-/// The CUDA plugin's isOtherImageCompatible (0007): PTX for a target the
-/// NVPTX target parser knows, where the rank of PTX for that target on the
-/// device says it runs. Every other plugin accepts no such image.
-static bool otherImageAccepted(StringRef Image, const kdl::PluginDevice &Device,
+/// The CUDA plugin's isImageCompatible(DeviceId, Image) (0007), as it is
+/// there but for the names of the device and its triple: PTX, where the rank
+/// of PTX for its target on the device says it runs, or for a target this
+/// LLVM does not know. Every other plugin accepts no such image.
+static bool otherImageAccepted(StringRef Image, const kdl::PluginDevice &Dev,
                                std::string &Why) {
-  if (!Device.Triple.isNVPTX()) {
+  if (!Dev.Triple.isNVPTX()) {
     Why = "neither ELF nor bitcode: the plugin's image checks do not accept it";
     return false;
   }
-  StringRef PTXTarget = getPTXTarget(Image);
-  if (PTXTarget.empty()) {
+  StringRef Target = object::getPTXTarget(Image);
+  if (Target.empty()) {
     Why = "neither ELF, bitcode nor PTX: the plugin's image checks do not "
           "accept it";
     return false;
   }
-  if (NVPTX::parseArch(PTXTarget) == NVPTX::GK_NONE) {
-    Why = ("PTX for an unknown target " + PTXTarget).str();
-    return false;
-  }
-  auto CC = getComputeCapability(Device.Arch);
+  if (NVPTX::parseArch(Target) == NVPTX::GK_NONE)
+    return true;
+
+  auto CC = getComputeCapability(Dev.Arch);
   if (!CC) {
     Why = "device has no compute capability";
     return false;
   }
   auto [Major, Minor] = *CC;
-  std::string Triple = Device.Triple.str();
-  OffloadDeviceTarget Target(Triple, ("sm_" + Twine(Major * 10 + Minor)).str());
-  if (Target.rank(Triple, PTXTarget, IMG_PTX).runs())
+  std::string ImageTriple = Dev.Triple.str();
+  object::OffloadDeviceTarget Device(ImageTriple,
+                                     ("sm_" + Twine(Major * 10 + Minor)).str());
+  if (Device.rank(ImageTriple, Target, object::IMG_PTX).runs())
     return true;
   Why = formatv("PTX for {0} does not run on compute capability {1}.{2}",
-                PTXTarget, Major, Minor);
+                Target, Major, Minor);
   return false;
 }
 
@@ -311,7 +272,7 @@ bool kdl::pluginAccepts(StringRef Image, const PluginDevice &Device,
     return false;
   }
   default:
-    // isOtherImageCompatible: the CUDA plugin's PTX; nothing else (SPIR-V,
+    // isImageCompatible: the CUDA plugin's PTX; nothing else (SPIR-V,
     // fatbinaries) is accepted by the CUDA, the AMDGPU or the host plugin.
     return otherImageAccepted(Image, Device, Why);
   }
