@@ -31,7 +31,9 @@
 #
 # run: the program against each runtime (LD_LIBRARY_PATH), KDL_RS_PROCS
 # processes each (default 3) of 2 checked calls, then once with
-# LIBOMPTARGET_DEBUG=1; writes $OUT/runtime-select.log, $OUT/debug-*.txt and
+# LIBOMPTARGET_DEBUG=1 (its debug lines go to the log); each of the three
+# programs: vadd (the proposal's container), vadd-v1 and vadd-v1-chip
+# (format 1, see 3b). Writes $OUT/runtime-select.log and
 # $OUT/runtime-select.json.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -100,6 +102,50 @@ PY
     /srv/vadd.o /srv/vadd-copy.o
   inroot $llvm/llvm-objdump --offloading /srv/container.bin >"$B/container.offloading.txt"
   cp "$B/work/vadd.mlir" "$B/work/vadd.ll" "$B/work/container.bin" "$B/"
+  # 3b. The same entries as format-1 binaries, which 22.1.8 reads (main's
+  #     writer makes format 3): LLVM 22's llvm-offload-binary packs each
+  #     entry's image, once with the keys the proposal wrote (v1) and once
+  #     with each object's #nvvm.target chip and the CUDA triple (v1-chip);
+  #     #gpu.select_object embeds and loads each container as one object,
+  #     as the proposal's translation does with its own.
+  local chips=(sm_80 sm_90 sm_90a sm_80) keys
+  .venv/bin/python - "$B/work" <<'PY'
+import sys
+from pathlib import Path
+from kdl.offload.binary import read_file
+work = Path(sys.argv[1])
+with open(work / "entries.txt", "w") as out:
+    for im in read_file(work / "container.bin"):
+        name = f"entry-{im.index}.{'s' if im.image_kind_id == 5 else 'cubin'}"
+        (work / name).write_bytes(im.image)
+        out.write(f"{name} {im.triple} {im.arch}\n")
+PY
+  for keys in v1 v1-chip; do
+    local args=() n=0 file triple arch
+    while read -r file triple arch; do
+      [ $keys = v1-chip ] && triple=nvptx64-nvidia-cuda arch=${chips[$n]}
+      args+=("--image=file=$B/work/$file,triple=$triple,arch=$arch")
+      n=$((n + 1))
+    done <"$B/work/entries.txt"
+    /usr/lib/llvm-22/bin/llvm-offload-binary -o "$B/container-$keys.bin" "${args[@]}"
+    /usr/lib/llvm-22/bin/llvm-objdump --offloading "$B/container-$keys.bin" \
+      >"$B/container-$keys.offloading.txt"
+    python3 - "$B/container-$keys.bin" "$B/work/vadd.mlir" "$B/work/vadd-$keys.mlir" <<'PY'
+import re, sys
+from pathlib import Path
+data = Path(sys.argv[1]).read_bytes()
+text = Path(sys.argv[2]).read_text()
+escaped = "".join(f"\\{b:02X}" for b in data)
+one = f'  gpu.binary @kernels [#gpu.object<#nvvm.target<chip = "sm_90">, bin = "{escaped}">]'
+new, n = re.subn(r"^  gpu\.binary @kernels <#kdl_gpu\.runtime_select> \[\n.*?\n  \]$",
+                 lambda _: one, text, flags=re.M | re.S)
+if n != 1:
+    sys.exit("error: no runtime_select gpu.binary in " + sys.argv[2])
+Path(sys.argv[3]).write_text(new)
+PY
+    inroot $tools/kdl-mlir-translate --mlir-to-llvmir "/srv/vadd-$keys.mlir" -o "/srv/vadd-$keys.ll"
+    inroot $llvm/clang -c -O2 -fPIC "/srv/vadd-$keys.ll" -o "/srv/vadd-$keys.o"
+  done
   # The wrapper over liboffload 22.1.8 (the series' header: the API is the
   # release's), and the program.
   local header=${KDL_OFFLOAD_API_H:-build/real-22/series/offload/liboffload/API/OffloadAPI.h}
@@ -107,9 +153,11 @@ PY
   clang++-22 -std=c++17 -O2 -Wall -Wextra -Werror -fPIC -shared -I"$B/include" \
     gpu/mlir/OffloadRuntimeWrappers.cpp -o "$B/lib/libmlir_offload_runtime.so" \
     "$RUNTIMES/series/libLLVMOffload.so.22.1" -Wl,--allow-shlib-undefined
-  clang-22 -O2 -Wall -Wextra -Werror gpu/mlir/vadd_main.c "$B/work/vadd.o" -o "$B/vadd" \
-    -L"$B/lib" -lmlir_offload_runtime -Wl,-rpath,'$ORIGIN/lib' \
-    "$RUNTIMES/series/libLLVMOffload.so.22.1" -Wl,--allow-shlib-undefined
+  for p in vadd vadd-v1 vadd-v1-chip; do
+    clang-22 -O2 -Wall -Wextra -Werror gpu/mlir/vadd_main.c "$B/work/$p.o" -o "$B/$p" \
+      -L"$B/lib" -lmlir_offload_runtime -Wl,-rpath,'$ORIGIN/lib' \
+      "$RUNTIMES/series/libLLVMOffload.so.22.1" -Wl,--allow-shlib-undefined
+  done
   nm -u "$B/work/vadd.o" | grep mgpu >"$B/mgpu-calls.txt"
   rm -rf "$B/work"
   kdl_record_versions "$B" clang-22
@@ -129,17 +177,21 @@ run() {
   {
     echo "== device: $(kdl_device)"
     echo "== harness: $(cat "$B/VERSION") runtimes: $(head -1 "$rt/SERIES" 2>/dev/null)"
-    for v in base loop series; do
-      for p in $(seq "$procs"); do
-        echo "== runtime $v process $p"
-        LD_LIBRARY_PATH="$rt/$v:$llvm:$sys" "$B/vadd" 2 2>&1 && s=0 || s=$?
-        echo "exit $s"
+    for prog in vadd vadd-v1 vadd-v1-chip; do
+      for v in base loop series; do
+        for p in $(seq "$procs"); do
+          echo "== program $prog runtime $v process $p"
+          LD_LIBRARY_PATH="$rt/$v:$llvm:$sys" "$B/$prog" 2 2>&1 && s=0 || s=$?
+          echo "exit $s"
+        done
+        LIBOMPTARGET_DEBUG=1 LD_LIBRARY_PATH="$rt/$v:$llvm:$sys" "$B/$prog" 1 \
+          >"$OUT/debug.txt" 2>&1 || true
+        echo "== program $prog runtime $v debug: $(grep -vc '^run \|^mgpu' "$OUT/debug.txt")" \
+          "lines of LIBOMPTARGET_DEBUG=1 output"
+        grep -v '^run \|^mgpu' "$OUT/debug.txt" | grep -iE 'image|entry|binary' | head -20 || true
       done
-      LIBOMPTARGET_DEBUG=1 LD_LIBRARY_PATH="$rt/$v:$llvm:$sys" "$B/vadd" 1 \
-        >"$OUT/debug-$v.txt" 2>&1 || true
-      echo "== runtime $v debug: $(wc -l <"$OUT/debug-$v.txt") lines with LIBOMPTARGET_DEBUG=1"
-      grep -iE 'image|entry|binary' "$OUT/debug-$v.txt" | head -20 || true
     done
+    rm -f "$OUT/debug.txt"
   } 2>&1 | tee "$log"
   python3 - "$log" >"$OUT/runtime-select.json" <<'PY'
 import json, re, sys
@@ -147,8 +199,8 @@ runtimes = {}
 current = None
 for line in open(sys.argv[1]):
     line = line.rstrip("\n")
-    if m := re.match(r"== runtime (\w+) process (\d+)$", line):
-        current = runtimes.setdefault(m[1], {"processes": []})
+    if m := re.match(r"== program (\S+) runtime (\w+) process (\d+)$", line):
+        current = runtimes.setdefault(m[1], {}).setdefault(m[2], {"processes": []})
         current["processes"].append({"exit": None, "runs": [], "errors": []})
     elif current is None or line.startswith("=="):
         current = None if line.startswith("==") else current
@@ -159,7 +211,7 @@ for line in open(sys.argv[1]):
             {"marker": int(m[1]), "entry": m[2], "checked": int(m[3]), "mismatches": int(m[4])})
     else:
         current["processes"][-1]["errors"].append(line)
-for r in runtimes.values():
+for r in (r for prog in runtimes.values() for r in prog.values()):
     entries = {run["entry"] for p in r["processes"] for run in p["runs"]}
     r["entry"] = entries.pop() if len(entries) == 1 else sorted(entries)
     r["ok"] = all(p["exit"] == 0 for p in r["processes"])
