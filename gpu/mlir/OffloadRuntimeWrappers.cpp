@@ -17,7 +17,7 @@
 // gpu.launch_func, gpu.dealloc and gpu.wait lowers to: module load, function
 // lookup and unload, launch, allocation, copy, free, and streams. Every
 // kernel argument must be pointer-sized (memrefs passed as bare pointers, and
-// index or 64-bit integers), as the SYCL and Level Zero wrappers require:
+// index or 64-bit integers), as SyclRuntimeWrappers.cpp assumes too:
 // olLaunchKernel takes the arguments packed, and the lowering passes only
 // their addresses. An error prints one line naming the call and liboffload's
 // message; the call then returns as the CUDA wrappers do.
