@@ -88,6 +88,7 @@ def test_results_name_their_files() -> None:
         "real-runtimes-v6",
         "real-runtimes-v7",
         "cubin-arch-mark",
+        "runtime-select-v7",  # test_runtime_select.py
     }, gpu
 
 
