@@ -215,13 +215,15 @@ pack22 cost-64-first.bin $C90A "${many[@]:1:62}" $C90
 # as the series does, and both load the same cubin.
 pack22 cost-64-last.bin "${many[@]:1:62}" $C80 $C90A
 
-# 4. The probe, for LLVM 22's API and main's.
+# 4. The probe, for LLVM 22's API and main's, and its driver-only control.
 gcc -O2 -Wall -Wextra -Werror -I/usr/lib/llvm-22/include gpu/src/ol_choice.c \
   -o "$OUT/bin/ol_choice-22" "$OUT/lib/series/libLLVMOffload.so.22.1"
 gcc -O2 -Wall -Wextra -Werror -DKDL_OL_MAIN -I"$MAIN/usr/lib/llvm-24/include" \
   gpu/src/ol_choice.c -o "$OUT/bin/ol_choice-main" \
   "$MAIN/usr/lib/llvm-24/lib/libLLVMOffload.so.24.0" \
   -Wl,--unresolved-symbols=ignore-in-shared-libs
+# The leak's control without LLVM: the CUDA driver alone (run.sh's growth).
+gcc -O2 -Wall -Wextra -Werror gpu/src/cu_leak.c -o "$OUT/bin/cu_leak" -ldl
 
 # 5. A clang-22 program through libomptarget: gpu/kernels/mark.cu built with
 #    -foffload-via-llvm for sm_90 and sm_90a (clang's own descriptor), and the

@@ -11,8 +11,10 @@
 #   main: LLVM main's own liboffload (Debian's snapshot) over every image.
 #   KDL_OMP_ONLY=1 with 22: a clang-22 program through libomptarget (base,
 #         series), its descriptor as clang made it and with sm_90 first.
-#   KDL_SECTIONS with 22: which of its sections run, of "choice leak timer
-#         cost" (the default: all; KDL_COST_ONLY=1 is "cost"). timer: the
+#   KDL_SECTIONS with 22: which of its sections run, of "choice leak growth
+#         timer cost" (the default: all; KDL_COST_ONLY=1 is "cost"). growth:
+#         whose memory a failed load and the fallback leave behind, the CUDA
+#         driver alone (bin/cu_leak) beside the series' liboffload. timer: the
 #         selection's own time inside the runtime (gpu/realrt/selection-
 #         timer.patch), loop against series, KDL_TIMER_COLD fresh processes
 #         (default 40) and KDL_TIMER_WARM_PROCS processes of KDL_TIMER_WARM
@@ -31,8 +33,15 @@ OUT=${OUT:?set OUT to a directory}
 DEB=/tmp/kdl-rt-$MODE
 rm -rf "$DEB"
 mkdir -p "$DEB"
-for f in .deb/"$MODE"/*.deb; do dpkg-deb -x "$f" "$DEB"; done
-SYS="$DEB/usr/lib/x86_64-linux-gnu"
+# KDL_LLVM22_LIBDIR: a folder that already holds .deb/22's libraries (the
+# check-offload toolchain unpacked from the same .deb files, when both
+# harnesses share one device call), instead of unpacking .deb/22.
+if [ "$MODE" = 22 ] && [ -n "${KDL_LLVM22_LIBDIR:-}" ]; then
+  SYS=$KDL_LLVM22_LIBDIR
+else
+  for f in .deb/"$MODE"/*.deb; do dpkg-deb -x "$f" "$DEB"; done
+  SYS="$DEB/usr/lib/x86_64-linux-gnu"
+fi
 kdl_device >"$OUT/device-$MODE.txt"
 cat "$B/VERSION" "$B/lib/COMMITS" >"$OUT/harness-$MODE.txt" 2>/dev/null || true
 [ "$MODE" = 22 ] && cp "$B/lib/SERIES" "$OUT/series-22.txt"
@@ -69,7 +78,7 @@ if [ "$MODE" = 22 ] && [ -n "${KDL_OMP_ONLY:-}" ]; then
   exit 0
 fi
 # KDL_COST_ONLY=1: the cost section alone; KDL_COST_FILES: which images.
-SECTIONS=${KDL_SECTIONS:-choice leak timer cost}
+SECTIONS=${KDL_SECTIONS:-choice leak growth timer cost}
 [ -n "${KDL_COST_ONLY:-}" ] && SECTIONS=cost
 has() { [[ " $SECTIONS " == *" $1 "* ]]; }
 if has choice; then
@@ -100,6 +109,41 @@ if has leak; then
   for v in base series; do
     for f in sm_90.cubin v1-90-90a.bin compute_80.ptx v1-ptx.bin; do leak $v $f; done
   done
+fi
+
+# Whose is the growth the leak rows show (the series' fallback from the
+# refused bad-version-90.ptx to compute_80.ptx: ~30 KiB a load more than a
+# PTX load alone)? The same loads through the CUDA driver alone (cu_leak: no
+# LLVM; fail: the refused PTX; load: the good PTX loaded and unloaded;
+# fallback: both in turn, as the series does them; the sm_90 cubin as a load
+# without the JIT; keep: loads never unloaded) and through the series'
+# liboffload (ol_choice growth, which counts olDestroyProgram's failures).
+# Each process reads its memory after 1, STEPS+1 and 2*STEPS+1 steps,
+# malloc_trim(0) first: a leak per step grows both intervals alike. Then the
+# driver's two PTX loads again with its JIT cache off (CUDA_CACHE_DISABLE=1).
+growth() { # NAME COMMAND...
+  local name=$1
+  shift
+  (timeout 120 "$@" || echo "{\"exit\": $?}") |
+    sed "s/^{/{\"run\": \"$name\", /" | tee -a "$OUT/growth-22.jsonl"
+}
+if has growth; then
+  : >"$OUT/growth-22.jsonl"
+  G=${KDL_GROWTH_STEPS:-1000}
+  I=$B/img
+  growth driver "$B/bin/cu_leak" fail "$I/bad-version-90.ptx" "$G"
+  growth driver "$B/bin/cu_leak" load "$I/compute_80.ptx" "$G"
+  growth driver "$B/bin/cu_leak" fallback "$I/bad-version-90.ptx" "$I/compute_80.ptx" "$G"
+  growth driver "$B/bin/cu_leak" load "$I/sm_90.cubin" "$G"
+  growth driver "$B/bin/cu_leak" keep "$I/compute_80.ptx" "$G"
+  growth driver "$B/bin/cu_leak" keep "$I/sm_90.cubin" "$G"
+  for f in v1-ptx-bad90.bin v1-ptx.bin compute_80.ptx bad-version-90.ptx sm_90.cubin; do
+    growth series env LD_LIBRARY_PATH="$(libs series)" "$B/bin/ol_choice-22" growth "$I/$f" "$G"
+  done
+  G=${KDL_GROWTH_NOCACHE_STEPS:-250} # each load JIT-compiles then
+  growth driver-nocache env CUDA_CACHE_DISABLE=1 "$B/bin/cu_leak" load "$I/compute_80.ptx" "$G"
+  growth driver-nocache env CUDA_CACHE_DISABLE=1 "$B/bin/cu_leak" fallback \
+    "$I/bad-version-90.ptx" "$I/compute_80.ptx" "$G"
 fi
 
 # The selection's own time: the timer builds write one line per loadBinary

@@ -9,6 +9,7 @@
  * Usage: ol_choice choice FILE...
  *        ol_choice cost FILE WARM
  *        ol_choice leak FILE LOADS
+ *        ol_choice growth FILE STEPS
  *
  * Runs against whichever libLLVMOffload the dynamic linker finds: LLVM 22.1.8
  * built with or without the series, or LLVM main's (built with
@@ -28,6 +29,11 @@
  * olCreateProgram of FILE and olDestroyProgram, and again after LOADS more;
  * a load that fails counts as one (what it allocated must be freed too).
  *
+ * growth: as leak, with three readings (after one load, after STEPS more,
+ * after STEPS more again: is the growth linear), malloc_trim(0) before each,
+ * and the bytes malloc holds in use (mallinfo2) beside the resident memory;
+ * gpu/src/cu_leak.c is the same without LLVM.
+ *
  *===----------------------------------------------------------------------===*/
 
 /* LLVM 22's OffloadAPI.h uses bool without including stdbool.h. */
@@ -38,6 +44,7 @@
 #include "ReadFile.h"
 
 #include <dlfcn.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -273,12 +280,55 @@ static int leak(const char *Path, int Loads) {
   return 0;
 }
 
+static int growth(const char *Path, int Steps) {
+  size_t Size = 0;
+  char *Data = readFile(Path, &Size);
+  if (!Data || Steps < 1)
+    return 2;
+  int Failed = 0, DestroyFailed = 0;
+  char DestroyError[256] = "";
+  long Rss[3], Heap[3], Dev[3];
+  for (int Phase = 0; Phase < 3; ++Phase) {
+    for (int I = 0; I < (Phase ? Steps : 1); ++I) {
+      ol_program_handle_t Program = NULL;
+      if (KDL_CREATE(Data, Size, &Program)) {
+        ++Failed;
+        continue;
+      }
+      ol_result_t Result = olDestroyProgram(Program);
+      if (Result && !DestroyFailed++)
+        snprintf(DestroyError, sizeof(DestroyError), "%s", details(Result));
+    }
+    malloc_trim(0);
+    struct mallinfo2 M = mallinfo2();
+    Rss[Phase] = residentKiB();
+    Heap[Phase] = (long)(M.uordblks / 1024);
+    Dev[Phase] = deviceFreeKiB();
+  }
+  printf("{\"probe\": \"liboffload\", \"file\": ");
+  printString(Path);
+  printf(", \"steps\": [1, %d, %d], \"failed\": %d, \"destroy_failed\": %d, "
+         "\"destroy_error\": ",
+         Steps + 1, 2 * Steps + 1, Failed, DestroyFailed);
+  printString(DestroyError);
+  printf(", "
+         "\"rss_kib\": [%ld, %ld, %ld], \"heap_kib\": [%ld, %ld, %ld], "
+         "\"device_free_kib\": [%ld, %ld, %ld]}\n",
+         Rss[0], Rss[1], Rss[2], Heap[0], Heap[1], Heap[2], Dev[0], Dev[1],
+         Dev[2]);
+  free(Data);
+  return 0;
+}
+
 int main(int argc, char **argv) {
-  bool Counted = !strcmp(argv[1], "cost") || !strcmp(argv[1], "leak");
+  bool Counted =
+      argc > 1 && (!strcmp(argv[1], "cost") || !strcmp(argv[1], "leak") ||
+                   !strcmp(argv[1], "growth"));
   if (argc < 3 || (strcmp(argv[1], "choice") && !Counted) ||
       (Counted && argc != 4)) {
     fprintf(stderr,
-            "usage: ol_choice choice FILE... | cost FILE WARM | leak FILE N\n");
+            "usage: ol_choice choice FILE... | cost FILE WARM | leak FILE N | "
+            "growth FILE N\n");
     return 2;
   }
   double T0 = now();
@@ -308,6 +358,8 @@ int main(int argc, char **argv) {
     }
   } else if (!strcmp(argv[1], "leak")) {
     Status = leak(argv[2], atoi(argv[3]));
+  } else if (!strcmp(argv[1], "growth")) {
+    Status = growth(argv[2], atoi(argv[3]));
   } else {
     printf("{\"init_us\": %.3f}\n", Init);
     Status = cost(argv[2], atoi(argv[3]));

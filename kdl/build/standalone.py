@@ -114,9 +114,16 @@ def _cmake(source: Path, build: Path, prefix: Path) -> list[str]:
 
 
 def omp_argv(llvm: Path, build: Path, prefix: Path) -> list[str]:
+    # OPENMP_ENABLE_LIBOMPTARGET=ON (its default, said explicitly so that a
+    # cache made with OFF is overwritten): in a standalone openmp build it
+    # builds nothing of offload, it only compiles libomp's side of deferred
+    # target tasks (kmp_config.h's ENABLE_LIBOMPTARGET). Without it libomp
+    # runs a `target nowait` task's routine again instead of asking
+    # libomptarget whether its device work is done, which launches the
+    # kernel again each time (upstream's nowait tests fail on a GPU).
     return [
         *_cmake(llvm / "openmp", build, prefix),
-        "-DOPENMP_ENABLE_LIBOMPTARGET=OFF",
+        "-DOPENMP_ENABLE_LIBOMPTARGET=ON",
         "-DLIBOMP_OMPD_SUPPORT=OFF",
         f"-DOPENMP_LLVM_TOOLS_DIR={prefix / 'bin'}",
     ]
