@@ -1,20 +1,21 @@
-//===- vadd_main.c - Runs gpu/mlir/vadd.mlir's @vadd and checks it -------===//
-//
-// Part of the kdl project, under the Apache License v2.0 with LLVM Exceptions.
-// See https://llvm.org/LICENSE.txt for license information.
-// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
-//
-//===----------------------------------------------------------------------===//
-//
-// Calls @vadd (its C interface) RUNS times (default 2) on fresh inputs, with
-// the output poisoned (NaN, marker -1) before each call, and checks every
-// element on the host. Prints per call:
-//
-//   run I marker M entry NAME checked N mismatches K
-//
-// and exits 0 only if every call ran one entry and every sum was exact.
-//
-//===----------------------------------------------------------------------===//
+/*===- vadd_main.c - Runs gpu/mlir/vadd.mlir's @vadd and checks it ---------===*
+ *
+ * Part of the kdl project, under the Apache License v2.0 with LLVM Exceptions.
+ * See https://llvm.org/LICENSE.txt for license information.
+ * SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+ *
+ *===----------------------------------------------------------------------===*
+ *
+ * Calls @vadd (its C interface) RUNS times (default 2) on fresh inputs, with
+ * the output poisoned (NaN, marker -1) before each call, and checks every
+ * element on the host. Prints per call:
+ *
+ *   run I marker M entry NAME checked N mismatches K
+ *
+ * and exits 0 only if every call ran one entry and every sum was exact.
+ *
+ *===----------------------------------------------------------------------===*
+ */
 
 #include <math.h>
 #include <stdint.h>
