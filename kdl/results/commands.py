@@ -45,9 +45,10 @@ def cmd_results(args: argparse.Namespace) -> int:
         *realruntimes.write_report(),
         *realruntimes.write_report(realruntimes.DIR_V6),
         *(
-            realruntimes.write_report(realruntimes.DIR_V7)
-            if realruntimes.DIR_V7.is_dir()
-            else []
+            path
+            for run in (realruntimes.DIR_V7, realruntimes.DIR_V8)
+            if run.is_dir()
+            for path in realruntimes.write_report(run)
         ),
     ]:
         print(path)

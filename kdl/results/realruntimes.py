@@ -45,6 +45,9 @@ DIR_V6 = RESULTS_GPU / "real-runtimes-v6"
 #: The run with series v7's backport (patches/release-22.x), and the
 #: selection timed inside the runtime (kdl.results.selection).
 DIR_V7 = RESULTS_GPU / "real-runtimes-v7"
+#: The run with series v8's backport: PTX images unloaded, one error when
+#: every candidate fails.
+DIR_V8 = RESULTS_GPU / "real-runtimes-v8"
 RUNTIMES = {
     "main": "LLVM main 7e3c57157096 (Debian snapshot)",
     "22-base": "22.1.8 as released",
