@@ -63,3 +63,16 @@ def test_the_series_never_unloads_a_ptx_program() -> None:
     )
     assert abs(per_step(fallback, "heap_kib")[1] - per_step(alone, "heap_kib")[1]) < 0.2
     assert per_step(fallback, "rss_kib")[1] > 2.5 * per_step(alone, "rss_kib")[1]
+
+
+def test_v8_destroys_ptx_programs_and_keeps_nothing() -> None:
+    """Series v8's run (real-runtimes-v8): 0004 unloads PTX images, so every
+    PTX program is destroyed and neither the fallback nor a PTX load keeps
+    the 41.5 KiB a module left loaded costs in the driver."""
+    v8 = RUN.parent / "real-runtimes-v8" / "growth-22.jsonl"
+    for line in v8.read_text().splitlines():
+        row = json.loads(line)
+        if row["run"] != "series":
+            continue
+        assert row["destroy_failed"] == 0, row["file"]
+        assert max(per_step(row, "heap_kib")) < 1.0, row["file"]

@@ -178,3 +178,42 @@ def test_series_v7_on_the_gpu() -> None:
     assert goal["4_entries_cold"]["added_to_loop_ns"]["ci95"][0] > 0
     assert goal["64_entries_cold_cost-64.bin"]["verdict"].startswith("missed")
     assert doc["selection_bind_now"]["goal"]["4_entries_cold"]["verdict"] == "missed"
+
+
+def test_series_v8_on_the_gpu() -> None:
+    """Series v8's run: v7's choices, the one error with every candidate's
+    message when all fail, PTX programs destroyed, the selection timed."""
+    where = realruntimes.DIR_V8
+    for name, text in realruntimes.generate(where).items():
+        assert (where / name).read_text() == text, f"{name} edited"
+    doc = realruntimes.report(where)
+    assert doc["device"].startswith("NVIDIA H200")
+    assert doc["runtimes"]["22-series"].startswith("22.1.8 + series v8 ")
+    # The runtimes were built from v8's 15 commits, at a clean checkout.
+    harness = doc["harness"]
+    assert sum(" [" in line for line in harness) == 15, harness
+    assert not harness[0].endswith("-dirty"), harness[0]
+    loaded = _loaded(doc)
+    _ptx_from_a_container(loaded)
+    for name, loop, series in (
+        ("v1-80-90-90a.bin", "sm_90", "sm_90a"),
+        ("v1-90-90a.bin", "sm_90", "sm_90a"),
+        ("v1-90a-90-80.bin", "sm_90a", "sm_90a"),
+    ):
+        assert loaded[name]["22-loop"] == loop and loaded[name]["22-series"] == series
+    # Every candidate fails: one error, the best candidate's message first.
+    error = doc["choices"]["v1-badjit80-bad90.bin"]["22-series"]["error"]
+    assert error.startswith("no entry of the offload binary could be loaded")
+    assert error.index("unsupported toolchain") < error.index("PTX JIT compilation")
+    leaks = {(r["variant"], r["file"]): r for r in doc["leaks"]}
+    # A PTX program is destroyed: 1,000 loads keep next to nothing (v7: 13 MB).
+    assert leaks[("series", "compute_80.ptx")]["rss_growth_kib"] < 1_000
+    assert leaks[("base", "compute_80.ptx")]["rss_growth_kib"] > 10_000
+    assert leaks[("series", "bad-version-90.ptx")]["rss_growth_kib"] < 1_000
+    assert all(r["device_free_drop_kib"] == 0 for r in doc["leaks"])
+    sel = doc["selection"]
+    for box in sel["containers"].values():
+        for variant in ("loop", "series"):
+            assert box["cold"][variant]["selection_ns"]["n"] >= 30
+    assert sel["goal"]["4_entries_cold"]["verdict"] == "missed"
+

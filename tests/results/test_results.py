@@ -89,6 +89,8 @@ def test_results_name_their_files() -> None:
         "real-runtimes-v7",
         "cubin-arch-mark",
         "runtime-select-v7",  # test_runtime_select.py
+        "runtime-select-v8",
+        "real-runtimes-v8",
     }, gpu
 
 

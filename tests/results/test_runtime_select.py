@@ -1,4 +1,5 @@
-"""results/gpu/runtime-select-v7: the committed #gpu.runtime_select run.
+"""results/gpu/runtime-select-v7, -v8: the committed #gpu.runtime_select runs
+(series v7's runtimes, then v8's).
 
 Each program's and runtime's recorded choice (runtime-select.json and
 summary.json) must be what its log says: the marker every launch printed, the
@@ -17,7 +18,9 @@ import pytest
 
 from kdl import paths
 
-DIR = paths.ROOT / "results" / "gpu" / "runtime-select-v7"
+RUNS = {
+    v: paths.ROOT / "results" / "gpu" / f"runtime-select-{v}" for v in ("v7", "v8")
+}
 ENTRIES = {80: "sm_80-cubin", 90: "sm_90-cubin", 91: "sm_90a-cubin", 8: "sm_80-ptx"}
 PROGRAMS = ("vadd", "vadd-v1", "vadd-v1-chip")
 RUNTIMES = ("base", "loop", "series")
@@ -49,17 +52,23 @@ def parse_log(path: Path) -> Log:
     return found
 
 
+@pytest.fixture(scope="module", params=sorted(RUNS))
+def run(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
 @pytest.fixture(scope="module")
-def log() -> Log:
-    return parse_log(DIR / "runtime-select.log")
+def log(run: str) -> Log:
+    return parse_log(RUNS[run] / "runtime-select.log")
 
 
-def test_every_program_ran_on_every_runtime(log: Log) -> None:
+def test_every_program_ran_on_every_runtime(log: Log, run: str) -> None:
+    where = RUNS[run]
     assert set(log) == {(p, r) for p in PROGRAMS for r in RUNTIMES}
     for key, procs in log.items():
         assert len(procs) == 3, key
         assert all(p["exit"] is not None for p in procs), key
-    assert "NVIDIA H200" in (DIR / "runtime-select.log").read_text().splitlines()[0]
+    assert "NVIDIA H200" in (where / "runtime-select.log").read_text().splitlines()[0]
 
 
 def test_markers_name_their_entries(log: Log) -> None:
@@ -71,8 +80,8 @@ def test_markers_name_their_entries(log: Log) -> None:
 
 
 @pytest.mark.parametrize("name", ["runtime-select.json", "summary.json"])
-def test_recorded_choice_matches_log(log: Log, name: str) -> None:
-    doc = json.loads((DIR / name).read_text())
+def test_recorded_choice_matches_log(log: Log, run: str, name: str) -> None:
+    doc = json.loads((RUNS[run] / name).read_text())
     doc = doc.get("programs", doc)
     for (prog, runtime), procs in log.items():
         rec = doc[prog][runtime]
@@ -103,16 +112,17 @@ def test_recorded_choice_matches_log(log: Log, name: str) -> None:
                 assert all(rec["load_error"] in e for e in loads)
 
 
-def test_what_the_notes_state(log: Log) -> None:
+def test_what_the_notes_state(log: Log, run: str) -> None:
     """The choices NOTES.md reports, read from the log."""
-    doc = json.loads((DIR / "summary.json").read_text())["programs"]
+    where = RUNS[run]
+    doc = json.loads((where / "summary.json").read_text())["programs"]
     assert {r: doc["vadd"][r]["entry"] for r in RUNTIMES} == dict.fromkeys(
         RUNTIMES, "none"
     )
     assert doc["vadd-v1"]["loop"]["entry"] == "sm_90-cubin"
     assert doc["vadd-v1"]["series"]["entry"] == "sm_80-ptx"
     assert doc["vadd-v1-chip"]["series"]["entry"] == "sm_90a-cubin"
-    notes = (DIR / "NOTES.md").read_text()
+    notes = (where / "NOTES.md").read_text()
     for prog in PROGRAMS:
         for runtime in RUNTIMES:
             if doc[prog][runtime]["load_error"]:
@@ -120,3 +130,16 @@ def test_what_the_notes_state(log: Log) -> None:
                     doc[prog][runtime]["load_error"].split(" (ol_errc_t")[0].strip("'")
                     in notes
                 ), (prog, runtime)
+
+
+def test_v8_unloads_the_ptx_program() -> None:
+    """With series v7, destroying a program whose loaded entry is PTX failed
+    at exit ("Invalid ELF class": 22.1.8's unloadBinary read it as ELF);
+    v8's 0004 reads profiling globals only from ELF images."""
+    v7, v8 = (
+        json.loads((RUNS[v] / "summary.json").read_text())["programs"]
+        for v in ("v7", "v8")
+    )
+    assert any("Invalid ELF class" in e for e in v7["vadd-v1"]["series"]["exit_errors"])
+    assert v8["vadd-v1"]["series"]["entry"] == "sm_80-ptx"
+    assert all(v8[p][r]["exit_errors"] == [] for p in PROGRAMS for r in RUNTIMES)
