@@ -216,4 +216,3 @@ def test_series_v8_on_the_gpu() -> None:
         for variant in ("loop", "series"):
             assert box["cold"][variant]["selection_ns"]["n"] >= 30
     assert sel["goal"]["4_entries_cold"]["verdict"] == "missed"
-

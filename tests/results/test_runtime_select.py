@@ -18,9 +18,7 @@ import pytest
 
 from kdl import paths
 
-RUNS = {
-    v: paths.ROOT / "results" / "gpu" / f"runtime-select-{v}" for v in ("v7", "v8")
-}
+RUNS = {v: paths.ROOT / "results" / "gpu" / f"runtime-select-{v}" for v in ("v7", "v8")}
 ENTRIES = {80: "sm_80-cubin", 90: "sm_90-cubin", 91: "sm_90a-cubin", 8: "sm_80-ptx"}
 PROGRAMS = ("vadd", "vadd-v1", "vadd-v1-chip")
 RUNTIMES = ("base", "loop", "series")

@@ -137,7 +137,7 @@ DEFECTS = [
             "Timed inside the runtime on the H200, the choice",
             "Timed inside the runtime on the H200, series v6's choice",
         ),
-        "'v6' labels figures that measured series v7",
+        "'v6' labels figures that measured series v8",
     ),
     (
         "registerlib-asks-liboffload",
