@@ -32,6 +32,7 @@
  *===----------------------------------------------------------------------===*/
 
 #include "ReadFile.h"
+#include "Resident.h"
 
 #include <dlfcn.h>
 #include <malloc.h>
@@ -90,17 +91,6 @@ static char *image(const char *Path) {
   }
   Image[Size] = 0;
   return Image;
-}
-
-static long residentKiB(void) {
-  long Pages = 0, Resident = -1;
-  FILE *F = fopen("/proc/self/statm", "r");
-  if (!F)
-    return -1;
-  if (fscanf(F, "%ld %ld", &Pages, &Resident) != 2)
-    Resident = -1;
-  fclose(F);
-  return Resident < 0 ? -1 : Resident * 4;
 }
 
 static CUresult LastError;

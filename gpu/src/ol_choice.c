@@ -42,6 +42,7 @@
 #include <offload/OffloadAPI.h>
 
 #include "ReadFile.h"
+#include "Resident.h"
 
 #include <dlfcn.h>
 #include <malloc.h>
@@ -209,18 +210,6 @@ static int cost(const char *Path, int Warm) {
   printf("]}\n");
   free(Data);
   return 0;
-}
-
-/* Resident memory of this process, in KiB (/proc/self/statm). */
-static long residentKiB(void) {
-  long Pages = 0, Resident = 0;
-  FILE *F = fopen("/proc/self/statm", "r");
-  if (!F)
-    return -1;
-  if (fscanf(F, "%ld %ld", &Pages, &Resident) != 2)
-    Resident = -1;
-  fclose(F);
-  return Resident < 0 ? -1 : Resident * 4;
 }
 
 /* Free memory of CUDA device 0 in KiB, through the driver API in the

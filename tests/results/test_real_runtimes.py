@@ -3,6 +3,7 @@ and the raw lines say what the README and the RFC quote."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from kdl.results import realruntimes
@@ -118,30 +119,42 @@ def test_series_v6_on_the_gpu() -> None:
     assert doc["cost"]["alternating"]["goal_4_entries"].startswith("not resolved")
 
 
-def test_series_v7_on_the_gpu() -> None:
-    """Series v7's run: the choices and leaks of v6's run again, the error
-    when every candidate fails, and the selection timed inside the runtime."""
-    where = realruntimes.DIR_V7
+def _series_run(where: Path, version: int, commits: int) -> dict[str, Any]:
+    """The report of series *version*'s H200 run in *where*: its generated
+    files as committed, the H200, the series runtime built from *commits*
+    commits of the backport, and the selection timers' runtimes."""
     for name, text in realruntimes.generate(where).items():
         assert (where / name).read_text() == text, f"{name} edited"
     doc = realruntimes.report(where)
     assert doc["device"].startswith("NVIDIA H200")
-    assert doc["runtimes"]["22-series"].startswith("22.1.8 + series v7 ")
-    # The runtimes were built from v7's 14 commits, the loop at 0011.
+    assert doc["runtimes"]["22-series"].startswith(f"22.1.8 + series v{version} ")
     harness = doc["harness"]
-    assert sum(" [" in line for line in harness) == 14, harness
+    assert sum(" [" in line for line in harness) == commits, harness
     assert any(
         line.startswith("timers: gpu/realrt/selection-timer.patch") for line in harness
     )
-    loaded = _loaded(doc)
-    _ptx_from_a_container(loaded)
-    assert loaded["v1-ptx90-90.bin"]["22-series"] == "sm_90"
+    return doc
+
+
+def _best_entry_where_the_loop_takes_the_first(loaded: dict[str, Any]) -> None:
+    """The loop loads the first compatible cubin, the series sm_90a."""
     for name, loop, series in (
         ("v1-80-90-90a.bin", "sm_90", "sm_90a"),
         ("v1-90-90a.bin", "sm_90", "sm_90a"),
         ("v1-90a-90-80.bin", "sm_90a", "sm_90a"),
     ):
         assert loaded[name]["22-loop"] == loop and loaded[name]["22-series"] == series
+
+
+def test_series_v7_on_the_gpu() -> None:
+    """Series v7's run: the choices and leaks of v6's run again, the error
+    when every candidate fails, and the selection timed inside the runtime."""
+    # The runtimes were built from v7's 14 commits, the loop at 0011.
+    doc = _series_run(realruntimes.DIR_V7, 7, 14)
+    loaded = _loaded(doc)
+    _ptx_from_a_container(loaded)
+    assert loaded["v1-ptx90-90.bin"]["22-series"] == "sm_90"
+    _best_entry_where_the_loop_takes_the_first(loaded)
     # Every candidate fails: 0014 joins each one's error, best first, but
     # liboffload's olCreateProgram keeps one message of an ErrorList (its
     # llvmErrorToOffloadError: the last, here the candidate ranked second).
@@ -183,24 +196,12 @@ def test_series_v7_on_the_gpu() -> None:
 def test_series_v8_on_the_gpu() -> None:
     """Series v8's run: v7's choices, the one error with every candidate's
     message when all fail, PTX programs destroyed, the selection timed."""
-    where = realruntimes.DIR_V8
-    for name, text in realruntimes.generate(where).items():
-        assert (where / name).read_text() == text, f"{name} edited"
-    doc = realruntimes.report(where)
-    assert doc["device"].startswith("NVIDIA H200")
-    assert doc["runtimes"]["22-series"].startswith("22.1.8 + series v8 ")
     # The runtimes were built from v8's 15 commits, at a clean checkout.
-    harness = doc["harness"]
-    assert sum(" [" in line for line in harness) == 15, harness
-    assert not harness[0].endswith("-dirty"), harness[0]
+    doc = _series_run(realruntimes.DIR_V8, 8, 15)
+    assert not doc["harness"][0].endswith("-dirty"), doc["harness"][0]
     loaded = _loaded(doc)
     _ptx_from_a_container(loaded)
-    for name, loop, series in (
-        ("v1-80-90-90a.bin", "sm_90", "sm_90a"),
-        ("v1-90-90a.bin", "sm_90", "sm_90a"),
-        ("v1-90a-90-80.bin", "sm_90a", "sm_90a"),
-    ):
-        assert loaded[name]["22-loop"] == loop and loaded[name]["22-series"] == series
+    _best_entry_where_the_loop_takes_the_first(loaded)
     # Every candidate fails: one error, the best candidate's message first.
     error = doc["choices"]["v1-badjit80-bad90.bin"]["22-series"]["error"]
     assert error.startswith("no entry of the offload binary could be loaded")
