@@ -118,7 +118,7 @@ def real_trees(*, bench: bool = False) -> tuple[int, int, list[str], list[str]]:
     ensure_identity(tree22.path)
     with _patch_lines_to(paths.BUILD / "logs" / "apply-22.log"):
         try:
-            apply_series(tree22.path, backport)
+            apply_series(tree22.path, backport, replace_stale=True)
         except GitError as err:
             # The tree is kdl's own: another version of the series applied
             # there (an earlier run's) goes, then this one is applied.

@@ -83,8 +83,15 @@ def apply_series(
     base: str | None = None,
     keep_conflicts: bool = False,
     recover_only: bool = False,
+    replace_stale: bool = False,
 ) -> int:
     """Apply *series* to the checkout at *llvm*; print one line per patch.
+
+    With *replace_stale* (a tree kdl owns), a branch that holds an older
+    text of a patch than patches/ (kdl applied it, the file changed since,
+    its name and the series' version alike) is refused with a GitError
+    instead of being kept as "already applied", so that the caller reverts
+    and applies again rather than builds the older text.
 
     One apply runs per checkout at a time (a lock in its git directory). A
     run killed outright leaves a journal, and the next run (or
@@ -97,6 +104,12 @@ def apply_series(
         # The proposals go on the stack's branch.
         stack = series.name.removesuffix(PROPOSALS)
         plan = _plan(co, series, branch or f"kdl/{stack}", base)
+        stale = [m.patch.name for m in plan.matches if m.state == "stale" and m.patch]
+        if replace_stale and stale:
+            raise GitError(
+                f"{plan.branch} has an older text of {stale[0]} than patches/; "
+                "'kdl revert' and apply again"
+            )
         print(
             f"applying {len(plan.infos)} patches of '{series.name}' to "
             f"{plan.branch}, base {plan.base_label}"

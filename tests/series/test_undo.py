@@ -6,6 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from kdl.errors import GitError
+from kdl.series.apply import apply_series
+from kdl.series.model import load
 from tests.llvm_tree import (
     BRANCH,
     OFFLOAD_API,
@@ -92,3 +95,24 @@ def test_revert_keeps_unexported_edits_but_not_stale_patches(
         )[0]
         == 0
     )
+
+
+def test_the_main_job_replaces_a_stale_patch_instead_of_building_it(
+    capsys: pytest.CaptureFixture[str], llvm: Path, series: SeriesDir
+) -> None:
+    """kdl's own tree: a patch whose file changed since it was applied, under
+    the same name and series version, is refused, so that the main job
+    reverts and applies again (a plain apply keeps the user's branch)."""
+    assert apply(capsys, llvm, series)[0] == 0
+    patch = series.dir / series.names[2]
+    patch.write_text(
+        patch.read_text().replace(
+            "+// Images are ranked by variant_priority.", "+// Images are ranked."
+        )
+    )
+    head = git(llvm, "rev-parse", "HEAD")
+    with pytest.raises(GitError, match=f"older text of {P3}"):
+        apply_series(llvm, load(series.series), replace_stale=True)
+    assert git(llvm, "rev-parse", "HEAD") == head
+    status, out, _ = apply(capsys, llvm, series)
+    assert status == 0 and "an older version: patches/ changed since" in out
