@@ -104,10 +104,10 @@ def apply_series(
         # The proposals go on the stack's branch.
         stack = series.name.removesuffix(PROPOSALS)
         plan = _plan(co, series, branch or f"kdl/{stack}", base)
-        stale = [m.patch.name for m in plan.matches if m.state == "stale" and m.patch]
+        stale = next((m.patch for m in plan.matches if m.state == "stale"), None)
         if replace_stale and stale:
             raise GitError(
-                f"{plan.branch} has an older text of {stale[0]} than patches/; "
+                f"{plan.branch} has an older text of {stale.name} than patches/; "
                 "'kdl revert' and apply again"
             )
         print(

@@ -11,20 +11,21 @@
 // fuzzer): GenericPluginTy::isPluginCompatible / isDeviceCompatible (an ELF
 // image of the plugin's machine that the plugin's isELFCompatible accepts
 // for the device; a bitcode image for the plugin's architecture; the CUDA
-// plugin's isOtherImageCompatible for anything else) with the CUDA and
-// AMDGPU plugins' isELFCompatible rules. The series' changes it follows:
+// plugin's isImageCompatible, #185663's hook, for anything else) with the
+// CUDA and AMDGPU plugins' isELFCompatible rules. The series' changes it
+// follows:
 //
-//   0003 (release-22.x 0003): an arch-specific cubin (sm_XYa) runs only on
-//        compute capability X.Y (the plugin's isCubinCompatible);
-//   0007 (release-22.x 0013): PTX text whose .target the NVPTX target parser
-//        knows is accepted where the rank of PTX for that target on the
-//        device says it runs.
+//   0003 (release-22.x 0003): an arch-specific cubin (sm_XYa, as
+//        tryGetCPUName names it) runs only on compute capability X.Y;
+//   0007 (release-22.x 0014): PTX text is accepted where the rank of PTX for
+//        its .target on the device says it runs, or where the NVPTX target
+//        parser does not know that target (left to the driver).
 //
 // It is a model, not the plugins' code: their checks query the device
 // (cuDeviceGetAttribute, the HSA agent's ISAs), which the real trees cannot
 // do without one, so the rules are restated here on a described device.
 // tests/offload/test_plugin_model.py checks that it restates the series'
-// plugin text where it can: the arch-specific rule and the PTX directives.
+// plugin text where it can: the arch-specific rule and the PTX acceptance.
 //
 //===----------------------------------------------------------------------===//
 

@@ -238,7 +238,7 @@ static Answer answer(const Question &Q) {
     else
       // The candidates: what the plugins with the series accept
       // (isPluginCompatible, isDeviceCompatible, the CUDA and AMDGPU
-      // isELFCompatible and the CUDA plugin's isOtherImageCompatible,
+      // isELFCompatible and the CUDA plugin's isImageCompatible,
       // plugin-model/PluginAcceptance.h): an arch-specific cubin only on its
       // SM (0003), PTX where the rank says it runs (0007).
       V.Accepted = kdl::pluginAccepts(E.Image, Device, V.Detail);
