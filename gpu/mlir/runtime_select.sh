@@ -31,9 +31,9 @@
 #
 # run: the program against each runtime (LD_LIBRARY_PATH), KDL_RS_PROCS
 # processes each (default 3) of 2 checked calls, then once with
-# LIBOMPTARGET_DEBUG=1 (its debug lines go to the log); each of the three
-# programs: vadd (the proposal's container), vadd-v1 and vadd-v1-chip
-# (format 1, see 3b). Writes $OUT/runtime-select.log and
+# LIBOMPTARGET_DEBUG=1 (its debug lines go to the log); each of the two
+# programs: vadd (the proposal's container) and vadd-v1 (its entries and
+# keys as format 1, see 3b). Writes $OUT/runtime-select.log and
 # $OUT/runtime-select.json.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -102,13 +102,12 @@ PY
     /srv/vadd.o /srv/vadd-copy.o
   inroot $llvm/llvm-objdump --offloading /srv/container.bin >"$B/container.offloading.txt"
   cp "$B/work/vadd.mlir" "$B/work/vadd.ll" "$B/work/container.bin" "$B/"
-  # 3b. The same entries as format-1 binaries, which 22.1.8 reads (main's
+  # 3b. The same entries as a format-1 binary, which 22.1.8 reads (main's
   #     writer makes format 3): LLVM 22's llvm-offload-binary packs each
-  #     entry's image, once with the keys the proposal wrote (v1) and once
-  #     with each object's #nvvm.target chip and the CUDA triple (v1-chip);
-  #     #gpu.select_object embeds and loads each container as one object,
-  #     as the proposal's translation does with its own.
-  local chips=(sm_80 sm_90 sm_90a sm_80) keys
+  #     entry's image with the keys the proposal wrote (each object's
+  #     #nvvm.target triple and chip); #gpu.select_object embeds and loads
+  #     the container as one object, as the proposal's translation does with
+  #     its own.
   .venv/bin/python - "$B/work" <<'PY'
 import sys
 from pathlib import Path
@@ -120,17 +119,15 @@ with open(work / "entries.txt", "w") as out:
         (work / name).write_bytes(im.image)
         out.write(f"{name} {im.triple} {im.arch}\n")
 PY
-  for keys in v1 v1-chip; do
-    local args=() n=0 file triple arch
-    while read -r file triple arch; do
-      [ $keys = v1-chip ] && triple=nvptx64-nvidia-cuda arch=${chips[$n]}
-      args+=("--image=file=$B/work/$file,triple=$triple,arch=$arch")
-      n=$((n + 1))
-    done <"$B/work/entries.txt"
-    /usr/lib/llvm-22/bin/llvm-offload-binary -o "$B/container-$keys.bin" "${args[@]}"
-    /usr/lib/llvm-22/bin/llvm-objdump --offloading "$B/container-$keys.bin" \
-      >"$B/container-$keys.offloading.txt"
-    python3 - "$B/container-$keys.bin" "$B/work/vadd.mlir" "$B/work/vadd-$keys.mlir" <<'PY'
+  local keys=v1
+  local args=() file triple arch
+  while read -r file triple arch; do
+    args+=("--image=file=$B/work/$file,triple=$triple,arch=$arch")
+  done <"$B/work/entries.txt"
+  /usr/lib/llvm-22/bin/llvm-offload-binary -o "$B/container-$keys.bin" "${args[@]}"
+  /usr/lib/llvm-22/bin/llvm-objdump --offloading "$B/container-$keys.bin" \
+    >"$B/container-$keys.offloading.txt"
+  python3 - "$B/container-$keys.bin" "$B/work/vadd.mlir" "$B/work/vadd-$keys.mlir" <<'PY'
 import re, sys
 from pathlib import Path
 data = Path(sys.argv[1]).read_bytes()
@@ -143,9 +140,8 @@ if n != 1:
     sys.exit("error: no runtime_select gpu.binary in " + sys.argv[2])
 Path(sys.argv[3]).write_text(new)
 PY
-    inroot $tools/kdl-mlir-translate --mlir-to-llvmir "/srv/vadd-$keys.mlir" -o "/srv/vadd-$keys.ll"
-    inroot $llvm/clang -c -O2 -fPIC "/srv/vadd-$keys.ll" -o "/srv/vadd-$keys.o"
-  done
+  inroot $tools/kdl-mlir-translate --mlir-to-llvmir "/srv/vadd-$keys.mlir" -o "/srv/vadd-$keys.ll"
+  inroot $llvm/clang -c -O2 -fPIC "/srv/vadd-$keys.ll" -o "/srv/vadd-$keys.o"
   # The wrapper over liboffload 22.1.8 (the series' header: the API is the
   # release's), and the program.
   local header=${KDL_OFFLOAD_API_H:-build/real-22/series/offload/liboffload/API/OffloadAPI.h}
@@ -153,7 +149,7 @@ PY
   clang++-22 -std=c++17 -O2 -Wall -Wextra -Werror -fPIC -shared -I"$B/include" \
     gpu/mlir/OffloadRuntimeWrappers.cpp -o "$B/lib/libmlir_offload_runtime.so" \
     "$RUNTIMES/series/libLLVMOffload.so.22.1" -Wl,--allow-shlib-undefined
-  for p in vadd vadd-v1 vadd-v1-chip; do
+  for p in vadd vadd-v1; do
     clang-22 -O2 -Wall -Wextra -Werror gpu/mlir/vadd_main.c "$B/work/$p.o" -o "$B/$p" \
       -L"$B/lib" -lmlir_offload_runtime -Wl,-rpath,'$ORIGIN/lib' \
       "$RUNTIMES/series/libLLVMOffload.so.22.1" -Wl,--allow-shlib-undefined
@@ -177,7 +173,7 @@ run() {
   {
     echo "== device: $(kdl_device)"
     echo "== harness: $(cat "$B/VERSION") runtimes: $(head -1 "$rt/SERIES" 2>/dev/null)"
-    for prog in vadd vadd-v1 vadd-v1-chip; do
+    for prog in vadd vadd-v1; do
       for v in base loop series; do
         for p in $(seq "$procs"); do
           echo "== program $prog runtime $v process $p"
