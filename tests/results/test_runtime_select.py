@@ -1,5 +1,6 @@
-"""results/gpu/runtime-select-v7, -v8: the committed #gpu.runtime_select runs
-(series v7's runtimes, then v8's).
+"""results/gpu/runtime-select-v7, -v8, -v8-proposals-v2: the committed
+#gpu.runtime_select runs (series v7's runtimes, then v8's; then v8's with the
+proposal's version 2, whose keys are each object's #nvvm.target's).
 
 Each program's and runtime's recorded choice (runtime-select.json and
 summary.json) must be what its log says: the marker every launch printed, the
@@ -18,9 +19,18 @@ import pytest
 
 from kdl import paths
 
-RUNS = {v: paths.ROOT / "results" / "gpu" / f"runtime-select-{v}" for v in ("v7", "v8")}
+RUNS = {
+    v: paths.ROOT / "results" / "gpu" / f"runtime-select-{v}"
+    for v in ("v7", "v8", "v8-proposals-v2")
+}
 ENTRIES = {80: "sm_80-cubin", 90: "sm_90-cubin", 91: "sm_90a-cubin", 8: "sm_80-ptx"}
-PROGRAMS = ("vadd", "vadd-v1", "vadd-v1-chip")
+#: Each run's programs: v7 and v8 also ran the entries with keys set by hand
+#: (vadd-v1-chip), which version 2 of the proposal writes itself.
+PROGRAMS = {
+    "v7": ("vadd", "vadd-v1", "vadd-v1-chip"),
+    "v8": ("vadd", "vadd-v1", "vadd-v1-chip"),
+    "v8-proposals-v2": ("vadd", "vadd-v1"),
+}
 RUNTIMES = ("base", "loop", "series")
 HEADER = re.compile(r"== program (\S+) runtime (\w+) process (\d+)$")
 Log = dict[tuple[str, str], list[dict[str, Any]]]
@@ -62,7 +72,7 @@ def log(run: str) -> Log:
 
 def test_every_program_ran_on_every_runtime(log: Log, run: str) -> None:
     where = RUNS[run]
-    assert set(log) == {(p, r) for p in PROGRAMS for r in RUNTIMES}
+    assert set(log) == {(p, r) for p in PROGRAMS[run] for r in RUNTIMES}
     for key, procs in log.items():
         assert len(procs) == 3, key
         assert all(p["exit"] is not None for p in procs), key
@@ -118,10 +128,14 @@ def test_what_the_notes_state(log: Log, run: str) -> None:
         RUNTIMES, "none"
     )
     assert doc["vadd-v1"]["loop"]["entry"] == "sm_90-cubin"
-    assert doc["vadd-v1"]["series"]["entry"] == "sm_80-ptx"
-    assert doc["vadd-v1-chip"]["series"]["entry"] == "sm_90a-cubin"
+    if run == "v8-proposals-v2":
+        # The proposal's own keys are the chips: the series loads sm_90a.
+        assert doc["vadd-v1"]["series"]["entry"] == "sm_90a-cubin"
+    else:
+        assert doc["vadd-v1"]["series"]["entry"] == "sm_80-ptx"
+        assert doc["vadd-v1-chip"]["series"]["entry"] == "sm_90a-cubin"
     notes = (where / "NOTES.md").read_text()
-    for prog in PROGRAMS:
+    for prog in PROGRAMS[run]:
         for runtime in RUNTIMES:
             if doc[prog][runtime]["load_error"]:
                 assert (
@@ -140,4 +154,26 @@ def test_v8_unloads_the_ptx_program() -> None:
     )
     assert any("Invalid ELF class" in e for e in v7["vadd-v1"]["series"]["exit_errors"])
     assert v8["vadd-v1"]["series"]["entry"] == "sm_80-ptx"
-    assert all(v8[p][r]["exit_errors"] == [] for p in PROGRAMS for r in RUNTIMES)
+    assert all(
+        v8[p][r]["exit_errors"] == [] for p in PROGRAMS["v8"] for r in RUNTIMES
+    )
+
+
+def test_proposal_v2_keys_are_the_objects_targets() -> None:
+    """Version 1 of the proposal read each entry's keys from its ELF header,
+    which main reads wrong for ptxas 13's cubins; version 2 writes each
+    object's #nvvm.target triple and chip."""
+
+    def keys(run: str) -> list[tuple[str, str]]:
+        text = (RUNS[run] / "container-v3.offloading.txt").read_text()
+        return list(
+            zip(
+                re.findall(r"^triple +(\S+)$", text, re.M),
+                re.findall(r"^arch +(\S+)$", text, re.M),
+                strict=True,
+            )
+        )
+
+    chips = ["sm_80", "sm_90", "sm_90a", "sm_80"]
+    assert keys("v8-proposals-v2") == [("nvptx64-nvidia-cuda", c) for c in chips]
+    assert keys("v8") != keys("v8-proposals-v2")
