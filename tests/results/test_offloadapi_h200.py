@@ -1,8 +1,9 @@
-"""results/gpu/offloadapi-h200: upstream's OffloadAPI unit tests on an H200.
+"""results/gpu/offloadapi-h200, -v9: upstream's OffloadAPI unit tests on an
+H200.
 
-The tests of the 22.1.8 tree as released and with the backport
-(gpu/offloadapi/offloadapi.sh run on the device machine). GPU-free: the
-committed gtest XML must say what the log and NOTES.md say.
+The tests of the 22.1.8 tree as released and with the backport (v8; then v8
+and v9), gpu/offloadapi/offloadapi.sh run on the device machine. GPU-free:
+the committed gtest XML must say what the log and NOTES.md say.
 """
 
 from __future__ import annotations
@@ -15,15 +16,35 @@ from pathlib import Path
 from kdl import paths
 
 RUN = paths.ROOT / "results" / "gpu" / "offloadapi-h200"
+RUN_V9 = paths.ROOT / "results" / "gpu" / "offloadapi-h200-v9"
+#: What v9 adds: main's compute unit kind (release-22.x 0015) and the loop's
+#: OffloadAPI tests (0016, main's 0008).
+V9_TESTS = {
+    "device:olGetDeviceInfoTest.SuccessComputeUnitKind",
+    "device:olGetDeviceInfoSizeTest.SuccessComputeUnitKind",
+    *(
+        f"program:olCreateProgramOffloadBinaryTest.{name}"
+        for name in (
+            "OneEntry",
+            "EntryForAnotherDeviceIsSkipped",
+            "NativeCodeBeforePTX",
+            "PTXIsCompiledAtLoad",
+            "FailedEntryFallsBackToTheNext",
+            "FailureOfEveryEntryIsReported",
+        )
+    ),
+}
 LINE = re.compile(
-    r"^== build (\w+) binary (\w+)\.unittests exit (\d+): \[  PASSED  \] (\d+) tests\. $"
+    r"^== build (\w+) binary (\w+)\.unittests exit (\d+): "
+    r"\[  PASSED  \] (\d+) tests\. $"
 )
 
 
-def cases(build: str) -> dict[str, str]:
-    """Every test case of *build*'s XML files: its full name and result."""
+def cases(build: str, run: Path = RUN) -> dict[str, str]:
+    """Every test case of *build*'s XML files: its full name (without the
+    device's suffix) and result."""
     found: dict[str, str] = {}
-    with tarfile.open(RUN / "offloadapi.tar.xz") as tar:
+    with tarfile.open(run / "offloadapi.tar.xz") as tar:
         for member in tar.getmembers():
             name = Path(member.name).name
             if not (name.startswith(f"{build}-") and name.endswith(".xml")):
@@ -33,7 +54,8 @@ def cases(build: str) -> dict[str, str]:
             for case in ET.fromstring(data.read()).iter("testcase"):
                 failed = case.find("failure") is not None
                 skipped = case.find("skipped") is not None
-                key = f"{name[len(build) + 1 : -4]}:{case.get('classname')}.{case.get('name')}"
+                test = str(case.get("name")).split("/")[0]
+                key = f"{name[len(build) + 1 : -4]}:{case.get('classname')}.{test}"
                 found[key] = "failed" if failed else "skipped" if skipped else "passed"
     return found
 
@@ -54,6 +76,21 @@ def test_the_log_agrees_with_the_xml() -> None:
             assert m[3] == "0", line
             counts[m[1]] = counts.get(m[1], 0) + int(m[4])
     assert counts == {"base": 289, "series": 289}
-    assert "| 22.1.8 as released | 9 | 289 | 289 | 0 | 0 |" in (
-        RUN / "NOTES.md"
-    ).read_text()
+    assert (
+        "| 22.1.8 as released | 9 | 289 | 289 | 0 | 0 |"
+        in (RUN / "NOTES.md").read_text()
+    )
+
+
+def test_v9_adds_its_tests_and_changes_no_other() -> None:
+    base, v8, v9 = (cases(b, RUN_V9) for b in ("base", "series", "v9"))
+    assert base == v8 == cases("base")
+    assert set(v9) - set(v8) == V9_TESTS
+    assert set(v8) <= set(v9)
+    assert set(v9.values()) == {"passed"}
+    lines = (RUN_V9 / "offloadapi.log").read_text().splitlines()
+    assert lines[0].startswith("device: NVIDIA H200, ")
+    v9 = "build v9: 8d9a38ba8 [Offload] Load the OffloadBinary entry"
+    assert any(line.startswith(v9) for line in lines)
+    notes = (RUN_V9 / "NOTES.md").read_text()
+    assert "| with the backport v9 | 9 | 297 | 297 | 0 | 0 |" in notes

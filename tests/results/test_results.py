@@ -90,6 +90,9 @@ def test_results_name_their_files() -> None:
         "cubin-arch-mark",
         "runtime-select-v7",  # test_runtime_select.py
         "runtime-select-v8",
+        "runtime-select-v8-proposals-v2",  # test_runtime_select.py
+        "offloadapi-h200",  # test_offloadapi_h200.py
+        "offloadapi-h200-v9",
         "real-runtimes-v8",
     }, gpu
 

@@ -154,9 +154,7 @@ def test_v8_unloads_the_ptx_program() -> None:
     )
     assert any("Invalid ELF class" in e for e in v7["vadd-v1"]["series"]["exit_errors"])
     assert v8["vadd-v1"]["series"]["entry"] == "sm_80-ptx"
-    assert all(
-        v8[p][r]["exit_errors"] == [] for p in PROGRAMS["v8"] for r in RUNTIMES
-    )
+    assert all(v8[p][r]["exit_errors"] == [] for p in PROGRAMS["v8"] for r in RUNTIMES)
 
 
 def test_proposal_v2_keys_are_the_objects_targets() -> None:
