@@ -48,3 +48,35 @@ function(kdl_add_series_llvm_sources)
   endif()
 endfunction()
 cmake_language(DEFER DIRECTORY "${CMAKE_SOURCE_DIR}" CALL kdl_add_series_llvm_sources)
+
+# An LLVM build runs its tools with its own libraries first ($ORIGIN/../lib
+# in their run path). Here the installed LLVM's library directory, which
+# also holds the installed liboffload (Debian's liboffload-22), comes first:
+# llvm-offload-device-info, and check-offload's test of it, would load the
+# installed libLLVMOffload instead of this build's. Every executable that
+# links LLVMOffload finds this build's first.
+function(kdl_liboffload_first_in_run_paths dir)
+  get_property(targets DIRECTORY "${dir}" PROPERTY BUILDSYSTEM_TARGETS)
+  foreach(target IN LISTS targets)
+    get_target_property(type ${target} TYPE)
+    get_target_property(libs ${target} LINK_LIBRARIES)
+    if(type STREQUAL "EXECUTABLE" AND "LLVMOffload" IN_LIST libs)
+      get_target_property(rpath ${target} BUILD_RPATH)
+      if(NOT rpath)
+        set(rpath "")
+      endif()
+      set_target_properties(${target} PROPERTIES
+        BUILD_RPATH "$<TARGET_FILE_DIR:LLVMOffload>;${rpath}")
+    endif()
+  endforeach()
+  get_property(subdirs DIRECTORY "${dir}" PROPERTY SUBDIRECTORIES)
+  foreach(subdir IN LISTS subdirs)
+    kdl_liboffload_first_in_run_paths("${subdir}")
+  endforeach()
+endfunction()
+function(kdl_liboffload_first)
+  if(TARGET LLVMOffload)
+    kdl_liboffload_first_in_run_paths("${CMAKE_SOURCE_DIR}")
+  endif()
+endfunction()
+cmake_language(DEFER DIRECTORY "${CMAKE_SOURCE_DIR}" CALL kdl_liboffload_first)

@@ -46,6 +46,27 @@ SPARSE_DIRS = (
     "llvm/utils/lit",
 )
 SUITES = ("check-offload", "check-offload-unit")
+#: A tool of offload's build that check-offload runs, linked with liboffload.
+DEVICE_INFO = "llvm-offload-device-info"
+
+
+def loaded_liboffload(build: StandaloneBuild) -> dict[str, Any] | None:
+    """The libLLVMOffload that the build's llvm-offload-device-info loads (as
+    ``ldd`` resolves it; under the workspace, relative to it) and whether it
+    is the build's own; None without the tool."""
+    tool = build.offload / DEVICE_INFO
+    if proc.DRY_RUN or not tool.is_file():
+        return None
+    for line in proc.output(["ldd", str(tool)]).splitlines():
+        name, _, where = line.strip().partition(" => ")
+        if name.startswith("libLLVMOffload.so"):
+            loaded = Path(where.split(" (")[0]).resolve()
+            shown = loaded
+            if loaded.is_relative_to(paths.ROOT):
+                shown = loaded.relative_to(paths.ROOT)
+            own = loaded.is_relative_to(build.build_dir.resolve())
+            return {"loaded": str(shown), "own": own}
+    return {"loaded": "not found", "own": False}
 
 
 def lit_states(xml_file: Path) -> dict[str, str]:
@@ -154,6 +175,9 @@ def compare(
         "series": meta.series,
         "build_seconds": {k: b.steps for k, b in builds.items()},
         "device_runtimes": builds["series"].device_runtimes,
+        # The installed LLVM's liboffload sits beside its libLLVM: each
+        # build's tools must load their own (StandaloneOffload.cmake).
+        "liboffload": {k: loaded_liboffload(b) for k, b in builds.items()},
         "notes": builds["series"].notes,
         "suites": {},
     }
@@ -209,4 +233,10 @@ def verdict(doc: dict[str, Any]) -> tuple[int, int, list[str]]:
             problems.append(f"{suite}: {t} passes on the base, not with the series")
         for t in entry["series_tests_not_passing"]:
             problems.append(f"{suite}: the series' own {t} did not pass")
+    for build, lib in doc.get("liboffload", {}).items():
+        if lib is not None and not lib["own"]:
+            problems.append(
+                f"{build}: {DEVICE_INFO} loads {lib['loaded']}, "
+                "not its build's liboffload"
+            )
     return passed, failed, problems

@@ -173,3 +173,24 @@ def test_the_plugins_compile_the_series_llvm_sources(
     cmake = OFFLOAD_INCLUDE.read_text()
     assert "target_sources(PluginCommon PRIVATE ${KDL_SERIES_LLVM_SOURCES})" in cmake
     assert "set(LLVM_HAVE_LINK_VERSION_SCRIPT 1)" in cmake
+
+
+def test_a_tool_that_loads_another_liboffload_is_a_problem() -> None:
+    """The installed LLVM's liboffload beside its libLLVM must not stand in
+    for the build's own (StandaloneOffload.cmake puts the build's first)."""
+    from kdl.build.baseline import verdict
+
+    doc = {
+        "suites": {},
+        "liboffload": {
+            "base": {"loaded": "build/real-22/base/offload/x.so", "own": True},
+            "series": {
+                "loaded": "/usr/lib/llvm-22/lib/libLLVMOffload.so.22.1",
+                "own": False,
+            },
+        },
+    }
+    assert verdict(doc)[2] == [
+        "series: llvm-offload-device-info loads "
+        "/usr/lib/llvm-22/lib/libLLVMOffload.so.22.1, not its build's liboffload"
+    ]
