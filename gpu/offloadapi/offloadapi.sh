@@ -34,21 +34,19 @@ ARCH=${KDL_OFFLOADAPI_ARCH:-sm_90}
 TREE=${KDL_REAL22_TREE:-.work/trees/22}
 
 prepare() {
-  local src=$TREE/offload/unittests
+  local tests=$TREE/offload/unittests
   rm -rf "$B" && mkdir -p "$B/ptx"
-  # name, then the flags of add_offload_test_device_code in the tree's
+  # Each add_offload_test_device_code(FILE NAME FLAGS...) of the tree's
   # OffloadAPI/device_code/CMakeLists.txt (read from it, so a tree that
   # adds device code is compiled whole).
-  local line name file flags
+  local line call='^add_offload_test_device_code\(([^ ]+) ([^ )]+) ?([^)]*)\)$'
   while read -r line; do
-    file=$(sed -E 's/^add_offload_test_device_code\(([^ ]+) ([^ )]+) ?([^)]*)\)$/\1/' <<<"$line")
-    name=$(sed -E 's/^add_offload_test_device_code\(([^ ]+) ([^ )]+) ?([^)]*)\)$/\2/' <<<"$line")
-    flags=$(sed -E 's/^add_offload_test_device_code\(([^ ]+) ([^ )]+) ?([^)]*)\)$/\3/' <<<"$line")
+    [[ $line =~ $call ]] || continue
     # shellcheck disable=SC2086
-    clang++-22 -I"$src" --target=nvptx64-nvidia-cuda -march="$ARCH" -nogpulib \
-      -ffreestanding -O2 $flags -S "$src/OffloadAPI/device_code/$file" \
-      -o "$B/ptx/$name.s"
-  done < <(grep '^add_offload_test_device_code(' "$src/OffloadAPI/device_code/CMakeLists.txt")
+    clang++-22 -I"$tests" --target=nvptx64-nvidia-cuda -march="$ARCH" -nogpulib \
+      -ffreestanding -O2 ${BASH_REMATCH[3]} -S \
+      "$tests/OffloadAPI/device_code/${BASH_REMATCH[1]}" -o "$B/ptx/${BASH_REMATCH[2]}.s"
+  done <"$tests/OffloadAPI/device_code/CMakeLists.txt"
   local spec b dir src
   [ $# -gt 0 ] || set -- base=build/real-22/base series=build/real-22/series
   for spec in "$@"; do
