@@ -174,6 +174,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     p = add(
+        "range-diff",
+        "series.commands:cmd_range_diff",
+        "git range-diff between two versions of the series, applied to the checkout",
+    )
+    _series_args(p)
+    p.add_argument("old", metavar="OLD", help="a version: N or vN")
+    p.add_argument(
+        "new",
+        nargs="?",
+        metavar="NEW",
+        help="a version (default: the files as they are)",
+    )
+
+    p = add(
         "pr",
         "series.pr:cmd_pr",
         "push the applied series as stacked GitHub pull requests (dry run by default)",

@@ -282,6 +282,14 @@ def cmd_revert(args: argparse.Namespace) -> int:
     return revert_series(args.llvm, _series(args), force=args.force)
 
 
+def cmd_range_diff(args: argparse.Namespace) -> int:
+    from kdl.series.versions import cmd_range_diff
+
+    return cmd_range_diff(
+        args.llvm, chosen_file(args, what="range-diff"), args.old, args.new
+    )
+
+
 def cmd_export(args: argparse.Namespace) -> int:
     from kdl.series.export import export_series
 

@@ -11,10 +11,11 @@ base>`` for upstream files, ``new PATH`` otherwise) and drops the rest.
 Applying and exporting without edits reproduces patches/ byte for byte.
 
 Versions, as b4 keeps them: when an export changes the patches, the series
-as it was is kept under ``versions/v<N>/``, the range-diff from it to the new
-one (``git range-diff``, the old version applied with ``git am`` in a
-scratch worktree) is written to ``versions/v<N+1>.range-diff``, a line is
+as it was is kept as the git tag ``<series>-v<N>`` of the commit that holds
+it (a copy under ``versions/v<N>/`` for a series outside git), a line is
 added to ``CHANGELOG.md`` beside patches/series, and ``version:`` goes up.
+No range-diff is stored: ``kdl range-diff`` makes one from any two versions
+(:mod:`kdl.series.versions`).
 """
 
 from __future__ import annotations
@@ -117,31 +118,32 @@ def export_series(llvm: Path, series_file: Path, message: str | None = None) -> 
                 f"format-patch wrote {len(generated)} patches "
                 f"for {len(commits)} commits"
             )
-        names = _names(matches, [name for name, _ in generated])
-        contents = [data for _, data in generated]
+        names, contents = _names(matches, generated)
         at_base = _tracked_at(co, base, contents)
-        was = [m.patch.name if m.patch is not None else None for m in matches]
+        was = [m.patch.patch.entry if m.patch is not None else None for m in matches]
         new_text = _render(series, names, contents, base, at_base, was=was)
         bump = _changes(series, before, matches, contents)
         version = None
         if bump and series.patches:
-            version = _new_version(
-                co, series, base=base, names=names, summary=bump, message=message
-            )
+            version = _new_version(series, bump, message)
             new_text = _set_version(new_text, version.number)
     if version is not None:
-        _keep_version(series, before, version)
+        _keep_version(series, before, version, llvm)
     return _write(series, before, names, contents, new_text)
 
 
 @dataclass
 class _Version:
     number: int  # the version being written
-    range_diff: str
     changelog: str
 
 
 _COUNT = re.compile(rb"^(Subject: \[[^\]]*?)\d+/\d+\]", re.MULTILINE)
+
+
+def _same_patch(old: bytes, new: bytes) -> bool:
+    """Whether two patch files differ in nothing but their [PATCH n/m]."""
+    return _COUNT.sub(rb"\1", old, count=1) == _COUNT.sub(rb"\1", new, count=1)
 
 
 def _changes(
@@ -153,14 +155,11 @@ def _changes(
     """What an export changes in the patches, in words (old numbers); ""
     when nothing. Only moving a patch (its [PATCH n/m]) is no change."""
 
-    def same(old: bytes, new: bytes) -> bool:
-        return _COUNT.sub(rb"\1", old, count=1) == _COUNT.sub(rb"\1", new, count=1)
-
     kept = {m.patch.patch.path for m in matches if m.patch is not None}
     changed = [
         m.patch.patch.path.name
         for m, c in zip(matches, contents, strict=True)
-        if m.patch is not None and not same(before[m.patch.patch.path], c)
+        if m.patch is not None and not _same_patch(before[m.patch.patch.path], c)
     ]
     added = [m.commit.subject for m in matches if m.patch is None]
     removed = [p.name for p in series.patches if p.path not in kept]
@@ -186,56 +185,10 @@ def _position(matches: list[Match], path: Path) -> int:
     )
 
 
-def _new_version(
-    co: Checkout,
-    series: Series,
-    *,
-    base: str,
-    names: list[str],
-    summary: str,
-    message: str | None,
-) -> _Version:
+def _new_version(series: Series, summary: str, message: str | None) -> _Version:
     number = series.version + 1
-    old_tip = _apply_in_scratch(co, base, [p.path for p in series.patches])
-    if old_tip is None:
-        diff = (
-            f"v{series.version} does not apply to {co.short(base)}, the base of "
-            f"v{number}; no range-diff\n"
-        )
-    else:
-        diff = (
-            co.run(
-                "-c",
-                "color.ui=false",
-                "range-diff",
-                "--no-color",
-                f"{base}..{old_tip}",
-                f"{base}..HEAD",
-            )
-            + "\n"
-        )
     today = datetime.date.today().isoformat()
-    line = f"- v{number} ({today}): {message or summary}"
-    return _Version(number, diff, line)
-
-
-def _apply_in_scratch(co: Checkout, base: str, patches: list[Path]) -> str | None:
-    """The tip of *patches* applied on *base* in a scratch worktree, or None."""
-    from kdl.series.apply import AM_ARGS
-
-    with tempfile.TemporaryDirectory(prefix="kdl-version-") as scratch:
-        tree = Path(scratch) / "tree"
-        co.run("worktree", "add", "--quiet", "--detach", str(tree), base)
-        try:
-            for patch in patches:
-                status, _, _ = co.attempt("-C", str(tree), *AM_ARGS, str(patch))
-                if status != 0:
-                    co.attempt("-C", str(tree), "am", "--abort")
-                    return None
-            return co.run("-C", str(tree), "rev-parse", "HEAD").strip()
-        finally:
-            co.attempt("worktree", "remove", "--force", str(tree))
-            co.attempt("worktree", "prune")
+    return _Version(number, f"- v{number} ({today}): {message or summary}")
 
 
 def _set_version(text: str, number: int) -> str:
@@ -245,10 +198,12 @@ def _set_version(text: str, number: int) -> str:
     return re.sub(r"^(name:.*)$", rf"\1\n{line}", text, count=1, flags=re.MULTILINE)
 
 
-def _keep_version(series: Series, before: dict[Path, bytes], version: _Version) -> None:
+def _keep_version(
+    series: Series, before: dict[Path, bytes], version: _Version, llvm: Path
+) -> None:
     """The old version as a git tag of the commit that holds it (as b4 keeps
-    a sent version), v<N>.range-diff beside the series, and the changelog.
-    Outside a git repository, the old files are copied to versions/v<N-1>/."""
+    a sent version) and the changelog. Outside a git repository, the old
+    files are copied to versions/v<N-1>/."""
     out_dir = series.path.parent
     old = version.number - 1
     tag = f"{series.name}-v{old}"
@@ -260,10 +215,8 @@ def _keep_version(series: Series, before: dict[Path, bytes], version: _Version) 
             _tag_version(checkout, tag, before)
     elif (out_dir / "versions" / f"v{old}").exists():
         raise WorkspaceError(f"{kept} exists already: the series version is stale")
-    range_diff = out_dir / "versions" / f"v{version.number}.range-diff"
     if proc.DRY_RUN:
         print(f"would keep v{old} as {kept}")
-        print(f"would write {range_diff}")
         print(f"would add to {changelog}: {version.changelog}")
         return
     if checkout is None:
@@ -271,13 +224,12 @@ def _keep_version(series: Series, before: dict[Path, bytes], version: _Version) 
         copy.mkdir(parents=True)
         for path in (*(p.path for p in series.patches), series.path):
             (copy / path.name).write_bytes(before[path])
-    range_diff.parent.mkdir(exist_ok=True)
-    range_diff.write_text(version.range_diff)
     head = f"# Changes to the {series.name} series\n\n"
     text = changelog.read_text() if changelog.is_file() else head
     body = text.removeprefix(head)
     changelog.write_text(head + version.changelog + "\n" + body)
     print(f"  v{version.number}: v{old} kept as {kept}")
+    print(f"  range-diff: kdl range-diff --llvm {llvm} --series {series.path} v{old}")
 
 
 def _tag_version(co: Checkout, tag: str, before: dict[Path, bytes]) -> None:
@@ -314,16 +266,30 @@ def _subject_style(series: Series, count: int) -> tuple[str, bool]:
     return m.group("prefix"), numbered
 
 
-def _names(matches: list[Match], generated: list[str]) -> list[str]:
-    """Keep a matched patch's file name while its number is its place in the
+def _names(
+    matches: list[Match], generated: list[tuple[str, bytes]]
+) -> tuple[list[str], list[bytes]]:
+    """The series' entries and their contents after the export.
+
+    A matched patch keeps its file name while its number is its place in the
     series (a subject edited since keeps its file); otherwise git's name, so
-    that a commit inserted or dropped renumbers the patches after it."""
+    that a commit inserted or dropped renumbers the patches after it. A
+    borrowed patch (another series' file) stays borrowed, with that file's
+    bytes, while the commit is still that patch; once it differs, the
+    backport gets a file of its own."""
     names: list[str] = []
-    for match, gen in zip(matches, generated, strict=True):
-        name = match.patch.name if match.patch is not None else gen
+    contents: list[bytes] = []
+    for match, (gen, data) in zip(matches, generated, strict=True):
+        patch = match.patch.patch if match.patch is not None else None
+        if patch is not None and patch.borrowed and _same_patch(patch.read(), data):
+            names.append(patch.entry)
+            contents.append(patch.read())
+            continue
+        name = patch.entry if patch is not None and not patch.borrowed else gen
         number = name.split("-", 1)[0]
         names.append(gen if name in names or number != gen.split("-", 1)[0] else name)
-    return names
+        contents.append(data)
+    return names, contents
 
 
 def _tracked_at(co: Checkout, base: str, contents: list[bytes]) -> set[str]:
@@ -379,7 +345,8 @@ def _write(
     new_text: str,
 ) -> int:
     out_dir = series.path.parent
-    old = {p.name for p in series.patches}
+    # A borrowed file is the other series': never written or removed here.
+    old = {p.entry for p in series.patches if not p.borrowed}
     removed = sorted(old - set(names))
     changes = {out_dir / n: c for n, c in zip(names, contents, strict=True)}
     changes[series.path] = new_text.encode()
@@ -396,7 +363,13 @@ def _write(
     for name in names:
         path = out_dir / name
         state = (
-            "new" if name not in old else "updated" if path in touched else "unchanged"
+            "unchanged (another series' file)"
+            if "/" in name
+            else "new"
+            if name not in old
+            else "updated"
+            if path in touched
+            else "unchanged"
         )
         print(f"  {name}: {state}")
     for name in removed:

@@ -10,7 +10,10 @@
         base llvm/include/llvm/Object/OffloadBinary.h 05ed393b...(40 hex digits)
         new  llvm/docs/OffloadBinaryMetadata.rst
 
-A patch line is followed by one indented line per file its hunks touch:
+A patch line is a file name beside the series file, or a relative path to
+another series' patch that applies unchanged (``../0005-....patch``: a
+backport that cherry-picks a patch of main names main's file, so the two
+cannot differ). It is followed by one indented line per file its hunks touch:
 ``base PATH COMMIT [REPO]`` for an upstream file whose base text was read at
 COMMIT of REPO (llvm/llvm-project when left out; a fork that tracks main
 where no llvm/llvm-project version qualified), ``new PATH`` for a file the
@@ -72,10 +75,19 @@ class FileBase:
 class Patch:
     path: Path
     files: list[FileBase] = field(default_factory=list)
+    #: The patch's line in the series file: its file name, or a path to
+    #: another series' file (a backport that applies a patch of the main
+    #: series unchanged, as a cherry-pick does, names that file).
+    entry: str = ""
 
     @property
     def name(self) -> str:
         return self.path.name
+
+    @property
+    def borrowed(self) -> bool:
+        """Whether the file is another series' (the entry is a path)."""
+        return "/" in self.entry
 
     def read(self) -> bytes:
         return self.path.read_bytes()
@@ -317,17 +329,26 @@ def load(series_file: Path | None = None) -> Series:
             posting.append(_post_step(line, where, lineno))
             continue
         if not line[0].isspace():
-            patch_path = series_file.parent / line.strip()
+            entry = line.strip()
+            patch_path = series_file.parent / entry
             if not patch_path.is_file():
-                raise FormatError(where, f"line {lineno}: no such patch {line.strip()}")
-            patches.append(Patch(patch_path))
+                raise FormatError(where, f"line {lineno}: no such patch {entry}")
+            if entry.startswith("/") or not entry.endswith(".patch"):
+                raise FormatError(
+                    where, f"line {lineno}: {entry}: a patch is a relative .patch path"
+                )
+            if any(p.name == patch_path.name for p in patches):
+                raise FormatError(
+                    where, f"line {lineno}: a second patch named {patch_path.name}"
+                )
+            patches.append(Patch(patch_path, entry=entry))
             layout.blocks[line.strip()] = Block(lead=pending, line=raw)
             pending = []
             continue
         words = line.split()
         if not patches:
             raise FormatError(where, f"line {lineno}: file line before any patch")
-        layout.blocks[patches[-1].name].files[words[1]] = raw
+        layout.blocks[patches[-1].entry].files[words[1]] = raw
         if words[0] == "base" and len(words) in (3, 4) and _COMMIT.match(words[2]):
             patches[-1].files.append(FileBase(words[1], words[2], *words[3:]))
         elif words[0] == "new" and len(words) == 2:

@@ -17,6 +17,14 @@ def test_the_backport_carries_the_main_series_rank_byte_for_byte() -> None:
     main = series_texts(load(rank.MAIN_SERIES), RANK_FILES)
     backport = series_texts(load(rank.BACKPORT_SERIES), RANK_FILES)
     assert sorted(main) == sorted(RANK_FILES)
+    # One file: the backport names the main series' patch of the rank.
+    (owner,) = {
+        p.path.resolve()
+        for series in (load(rank.MAIN_SERIES), load(rank.BACKPORT_SERIES))
+        for p in series.patches
+        if rank.RANK_SOURCE in p.diff_files() and rank.RANK_HEADER in p.diff_files()
+    }
+    assert owner.parent == rank.MAIN_SERIES.parent
     for name in (rank.RANK_HEADER, rank.RANK_SOURCE):
         assert main[name] == backport[name], name
     # The backport's test lacks exactly the case of main's triple spelling.
@@ -78,7 +86,10 @@ def test_the_series_patches_are_authored_and_short() -> None:
         for patch in series.patches:
             assert len(patch.subject) <= 72, patch.name
             assert not re.search(r"dev@localhost|kdl v6", patch.author), patch.name
-            # Numbered as the series orders them, out of its length.
+            # Numbered as the series orders them, out of its length (a
+            # borrowed patch as its own series does).
+            if patch.borrowed:
+                continue
             n, total = series.patches.index(patch) + 1, len(series.patches)
             head = patch.path.read_text().split("\n\n", 1)[0]
             assert re.search(rf"^Subject: \[PATCH 0?{n}/{total}\]", head, re.M)

@@ -14,20 +14,22 @@ import re
 import pytest
 
 from kdl import paths
+from kdl.series.model import load
 
 MODEL = paths.OVERLAY_SRC / "plugin-model" / "PluginAcceptance.cpp"
 
-#: Per rule: the patches (main, release-22.x), the first line of the block
+#: Per rule: the patches' places in the series (main, release-22.x; the
+#: backport names main's file for both), the first line of the block
 #: of added lines the model restates, and the names the model uses instead
 #: of the plugin's (the model has no plugin object or device id).
 RULES = {
     "arch-specific cubins": (
-        ("0003", "release-22.x/0003"),
+        (3, 3),
         "// Arch-specific code (sm_90a) runs only on the compute capability it was",
         {},
     ),
     "PTX for a device": (
-        ("0007", "release-22.x/0014"),
+        (7, 14),
         "StringRef Target = object::getPTXTarget(Image);",
         {
             "getImageTriple()": "ImageTriple",
@@ -91,11 +93,9 @@ def _statements(block: str) -> list[str]:
 @pytest.mark.parametrize("rule", sorted(RULES))
 @pytest.mark.parametrize("series", [0, 1], ids=["main", "release-22.x"])
 def test_the_model_restates_the_series_plugin_text(rule: str, series: int) -> None:
-    stems, first, renamed = RULES[rule]
-    stem = stems[series]
-    (patch,) = (paths.PATCHES / stem.rpartition("/")[0]).glob(
-        f"{stem.rpartition('/')[2]}-*.patch"
-    )
+    places, first, renamed = RULES[rule]
+    series_file = (paths.SERIES, paths.BACKPORT_SERIES)[series]
+    patch = load(series_file).patches[places[series] - 1].path
     block = _added_block(patch.read_text(), first)
     for name, model_name in renamed.items():
         block = block.replace(name, model_name)

@@ -128,7 +128,7 @@ def test_export_writes_edits_and_new_commits(
     assert not (series.dir / P4).exists()
 
 
-def test_export_keeps_each_version_with_a_range_diff_and_changelog(
+def test_export_keeps_each_version_and_range_diff_makes_one_from_two(
     capsys: pytest.CaptureFixture[str], llvm: Path, series: SeriesDir
 ) -> None:
     before = files_of(series.dir)
@@ -144,8 +144,13 @@ def test_export_keeps_each_version_with_a_range_diff_and_changelog(
     v1 = series.dir / "versions" / "v1"
     assert files_of(v1) == before  # the old patches and series, byte for byte
     assert "version: 2\n" in (series.dir / "series").read_text()
-    # git range-diff of v1 (applied in a scratch worktree) against the branch.
-    diff = (series.dir / "versions" / "v2.range-diff").read_text().splitlines()
+    assert not list((series.dir / "versions").glob("*.range-diff"))  # none stored
+    # kdl range-diff: v1 (the copy) and v2 (on disk), each applied in a
+    # scratch worktree on the branch's base.
+    status, out, err = on_series(capsys, "range-diff", llvm, series, "v1")
+    assert status == 0, err
+    _, head, *diff = out.splitlines()  # after the line naming the series
+    assert head.startswith("# test-series v1 -> v2, on ")
     assert [line.split(":", 1)[0].strip() for line in diff if ":  " in line][:3] == [
         "1",
         "2",
@@ -180,7 +185,14 @@ def test_export_keeps_the_old_version_as_a_tag_in_git(
     assert "v1 kept as the git tag test-series-v1" in out
     assert git(series.dir, "rev-parse", "test-series-v1^{commit}").strip() == v1
     assert not (series.dir / "versions" / "v1").exists()  # no copy
-    assert (series.dir / "versions" / "v2.range-diff").is_file()
+    # The range-diff from the tag's v1 to the files on disk.
+    status, out, err = on_series(capsys, "range-diff", llvm, series, "1", "2")
+    assert status == 0, err
+    assert " ! 3:" in out and "+// refined" in out
+    status, _, err = on_series(capsys, "range-diff", llvm, series, "v7")
+    assert status != 0 and err.count("\n") == 1 and "no version 7" in err
+    status, _, err = on_series(capsys, "range-diff", llvm, series, "seven")
+    assert status != 0 and "seven: a version is N or vN" in err
     for name, data in before.items():  # the tag holds v1 byte for byte
         held = git(series.dir, "show", f"test-series-v1:{name}")
         assert held.encode() == data
