@@ -13,11 +13,22 @@ kdl_device() {
   nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv,noheader
 }
 
-# kdl_unpack_debs: Debian's LLVM 22 runtime from the carried .deb files, on
-# a machine without Debian packages; sets LD_LIBRARY_PATH to it.
+# kdl_unpack FOLDER DEST: every .deb file the call carried in FOLDER,
+# unpacked into DEST (emptied first): Debian's libraries on a machine
+# without Debian packages.
+kdl_unpack() {
+  rm -rf "$2" && mkdir -p "$2"
+  local f
+  for f in "$1"/*.deb; do
+    [ -e "$f" ] || { echo "no .deb files in $1 (carry them)" >&2; return 1; }
+    dpkg-deb -x "$f" "$2"
+  done
+}
+
+# kdl_unpack_debs: Debian's LLVM 22 runtime from the .deb files in .deb/;
+# sets LD_LIBRARY_PATH to it.
 kdl_unpack_debs() {
-  mkdir -p /tmp/kdl-deb
-  for f in "$ROOT"/.deb/*.deb; do dpkg-deb -x "$f" /tmp/kdl-deb; done
+  kdl_unpack "$ROOT/.deb" /tmp/kdl-deb
   export LD_LIBRARY_PATH=/tmp/kdl-deb/usr/lib/llvm-22/lib:/tmp/kdl-deb/usr/lib/x86_64-linux-gnu
 }
 

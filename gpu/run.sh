@@ -18,9 +18,10 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${OUT:-$ROOT/build/gpu-out}
 mkdir -p "$OUT"
 T=/tmp/kdl-gpu
-rm -rf "$T" && mkdir -p "$T/root" "$T/bin"
-
-for deb in "$ROOT"/.deb/*.deb; do dpkg-deb -x "$deb" "$T/root"; done
+# shellcheck source=gpu/common.sh
+source "$ROOT/gpu/common.sh"
+rm -rf "$T" && mkdir -p "$T/bin"
+kdl_unpack "$ROOT/.deb" "$T/root"
 LLVMROOT=$T/root/usr/lib/llvm-22
 export LD_LIBRARY_PATH=$LLVMROOT/lib:$T/root/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 test -f "$LLVMROOT/include/offload/OffloadAPI.h"

@@ -166,8 +166,7 @@ run() {
   OUT=${OUT:?set OUT to a directory}
   local deb=/tmp/kdl-rs-deb procs=${KDL_RS_PROCS:-3} rt
   rt=$(cd "$RUNTIMES" && pwd)
-  rm -rf "$deb" && mkdir -p "$deb"
-  for f in .deb/22/*.deb; do dpkg-deb -x "$f" "$deb"; done
+  kdl_unpack .deb/22 "$deb"
   local sys=$deb/usr/lib/x86_64-linux-gnu llvm=$deb/usr/lib/llvm-22/lib
   local log=$OUT/runtime-select.log
   {

@@ -29,6 +29,8 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
+# shellcheck source=gpu/common.sh
+source gpu/common.sh
 B=build/gpu-offloadapi
 ARCH=${KDL_OFFLOADAPI_ARCH:-sm_90}
 TREE=${KDL_REAL22_TREE:-.work/trees/22}
@@ -67,11 +69,11 @@ prepare() {
 run() {
   OUT=${OUT:?set OUT to a directory}
   local deb=/tmp/kdl-oa-deb xml=/tmp/kdl-oa-xml log=$OUT/offloadapi.log
-  rm -rf "$deb" "$xml" && mkdir -p "$deb" "$xml"
-  for f in .deb/22/*.deb; do dpkg-deb -x "$f" "$deb"; done
+  rm -rf "$xml" && mkdir -p "$xml"
+  kdl_unpack .deb/22 "$deb"
   local libs=$deb/usr/lib/llvm-22/lib:$deb/usr/lib/x86_64-linux-gnu
   {
-    echo "device: $(nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv,noheader)"
+    echo "device: $(kdl_device)"
     echo "ptxas: $(ptxas --version | tail -1)"
     echo "harness: $(cat "$B/VERSION")"
     local b dir s t

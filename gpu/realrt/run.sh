@@ -31,15 +31,13 @@ RUNS=${3:-2}
 B=build/gpu-real
 OUT=${OUT:?set OUT to a directory}
 DEB=/tmp/kdl-rt-$MODE
-rm -rf "$DEB"
-mkdir -p "$DEB"
 # KDL_LLVM22_LIBDIR: a folder that already holds .deb/22's libraries (the
 # check-offload toolchain unpacked from the same .deb files, when both
 # harnesses share one device call), instead of unpacking .deb/22.
 if [ "$MODE" = 22 ] && [ -n "${KDL_LLVM22_LIBDIR:-}" ]; then
   SYS=$KDL_LLVM22_LIBDIR
 else
-  for f in .deb/"$MODE"/*.deb; do dpkg-deb -x "$f" "$DEB"; done
+  kdl_unpack .deb/"$MODE" "$DEB"
   SYS="$DEB/usr/lib/x86_64-linux-gnu"
 fi
 kdl_device >"$OUT/device-$MODE.txt"
