@@ -261,3 +261,33 @@ def test_export_refuses_an_identity_git_would_make_up(
     assert "no git identity is configured" in err
     assert len(err.strip().splitlines()) == 1
     assert {n: (series.dir / n).read_bytes() for n in series.names} == before
+
+
+def test_export_keeps_a_borrowed_patch_until_the_branch_changes_it(
+    capsys: pytest.CaptureFixture[str], llvm: Path, series: SeriesDir
+) -> None:
+    """A backport names another series' file (../main/NAME) for a patch that
+    applies unchanged: export keeps the entry and never writes that file; a
+    commit that changes the patch gets a file of the backport's own."""
+    other = series.dir.parent / "main"
+    other.mkdir()
+    text = series.series.read_text()
+    for name in (P2, P3):
+        (series.dir / name).rename(other / name)
+        text = text.replace(f"\n{name}\n", f"\n../main/{name}\n")
+    series.series.write_text(text)
+    borrowed = {n: (other / n).read_bytes() for n in (P2, P3)}
+    assert apply(capsys, llvm, series)[0] == 0
+    status, out, err = on_series(capsys, "export", llvm, series)
+    assert status == 0, err
+    assert out.count("unchanged (another series' file)") == 2
+    assert series.series.read_text() == text
+    _amend_offload_api(llvm, "// backport only")
+    status, out, err = on_series(capsys, "export", llvm, series)
+    assert status == 0, err
+    assert f"  {P3}: new" in out
+    assert f"\n../main/{P2}\n" in series.series.read_text()
+    assert f"\n{P3}\n" in series.series.read_text()
+    assert b"+// backport only" in (series.dir / P3).read_bytes()
+    # The other series' files are as they were.
+    assert {n: (other / n).read_bytes() for n in (P2, P3)} == borrowed
