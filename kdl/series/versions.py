@@ -184,7 +184,7 @@ def range_diff(co: Checkout, base: str, old: Version, new: Version) -> str:
 def _version_arg(text: str, where: str) -> int:
     value = text.removeprefix("v")
     if not value.isdigit() or int(value) < 1:
-        raise FormatError(where, f"{text}: a version is N or vN")
+        raise FormatError(where, f"{text}: a version is a positive number, N or vN")
     return int(value)
 
 
