@@ -48,7 +48,9 @@ class PatchInfo:
 
     @property
     def name(self) -> str:
-        return self.patch.name
+        """The patch as the series file names it (a borrowed patch by its
+        path, ../0005-....patch, so that it reads as the other series')."""
+        return self.patch.entry or self.patch.name
 
 
 @dataclass(frozen=True)
