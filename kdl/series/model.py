@@ -378,6 +378,18 @@ def load(series_file: Path | None = None) -> Series:
 HEADER_FIELDS = ("name:", "version:", "llvm:", "post:")
 
 
+def entries(series_text: str) -> list[str]:
+    """The patch lines of a series file's text, in order (an earlier
+    version's, read from git, which :func:`load` cannot check: its patch
+    files are not on disk)."""
+    out = []
+    for raw in series_text.splitlines():
+        line = raw.split("#", 1)[0].rstrip()
+        if line and not line[0].isspace() and not line.startswith(HEADER_FIELDS):
+            out.append(line.strip())
+    return out
+
+
 def _llvm_major(line: str, where: str, lineno: int) -> int:
     value = line.partition(":")[2].strip()
     if not value.isdigit() or int(value) < 1:

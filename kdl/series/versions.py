@@ -22,7 +22,7 @@ from pathlib import Path
 from kdl.errors import FormatError, WorkspaceError
 from kdl.series.checkout import Checkout
 from kdl.series.match import diff_files
-from kdl.series.model import HEADER_FIELDS, load
+from kdl.series.model import entries, load
 
 _VERSION = re.compile(r"^version:\s*(\d+)\s*$", re.MULTILINE)
 
@@ -35,16 +35,6 @@ class Version:
     number: int
     where: str
     patches: list[tuple[str, bytes]]
-
-
-def entries(series_text: str) -> list[str]:
-    """The patch lines of a series file's text, in order."""
-    out = []
-    for raw in series_text.splitlines():
-        line = raw.split("#", 1)[0].rstrip()
-        if line and not line[0].isspace() and not line.startswith(HEADER_FIELDS):
-            out.append(line.strip())
-    return out
 
 
 def _number(text: str) -> int:
