@@ -31,8 +31,9 @@ from pathlib import Path
 from kdl import proc
 from kdl.errors import GitError, WorkspaceError
 from kdl.series.checkout import DIFF_OPTS, Checkout
+from kdl.series.choose import index_files
 from kdl.series.match import Match, classify, diff_files
-from kdl.series.model import Block, Series, load
+from kdl.series.model import Block, Series, entries, load
 
 #: Settings git reads from config that would change format-patch's bytes.
 CONFIG_PINS = [
@@ -122,6 +123,7 @@ def export_series(llvm: Path, series_file: Path, message: str | None = None) -> 
         at_base = _tracked_at(co, base, contents)
         was = [m.patch.patch.entry if m.patch is not None else None for m in matches]
         new_text = _render(series, names, contents, base, at_base, was=was)
+        _refuse_lent(series, before, names, contents)
         bump = _changes(series, before, matches, contents)
         version = None
         if bump and series.patches:
@@ -360,6 +362,7 @@ def _write(
 
     touched = [p for p, c in changes.items() if current(p) != c]
     _refuse_uncommitted(out_dir, touched + [out_dir / n for n in removed])
+
     for name in names:
         path = out_dir / name
         state = (
@@ -393,6 +396,44 @@ def _write(
         + (" (git diff shows them)" if changed else "")
     )
     return 0
+
+
+def _refuse_lent(
+    series: Series, before: dict[Path, bytes], names: list[str], contents: list[bytes]
+) -> None:
+    """Refuse, before anything is written, an export that would change or
+    remove a patch file another series beside or below this one names (a
+    backport's borrowed patch): that series would change with it."""
+    out_dir = series.path.parent
+    new = {out_dir / n: c for n, c in zip(names, contents, strict=True)}
+    # Its own files only: a borrowed file is never written or removed here.
+    files = [
+        p.path
+        for p in series.patches
+        if not p.borrowed and new.get(p.path) != before[p.path]
+    ]
+    lent = _borrowers(series, files)
+    if lent:
+        raise WorkspaceError(
+            f"{lent[0]}: this export would change a patch that series applies "
+            "as it is; give it a copy of its own first (copy the file beside "
+            "it and name the copy in its series)"
+        )
+
+
+def _borrowers(series: Series, files: list[Path]) -> list[str]:
+    """``INDEX names ENTRY`` for each other series file beside or below
+    *series*' folder that names one of *files*."""
+    targets = {f.resolve() for f in files}
+    found = set()
+    for root in (series.path.parent, series.path.parent.parent):
+        for index in index_files(root):
+            if index.resolve() == series.path.resolve():
+                continue
+            for entry in entries(index.read_text()):
+                if (index.parent / entry).resolve() in targets:
+                    found.add(f"{index} names {entry}")
+    return sorted(found)
 
 
 def _refuse_uncommitted(out_dir: Path, paths: list[Path]) -> None:

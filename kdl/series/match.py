@@ -48,9 +48,7 @@ class PatchInfo:
 
     @property
     def name(self) -> str:
-        """The patch as the series file names it (a borrowed patch by its
-        path, ../0005-....patch, so that it reads as the other series')."""
-        return self.patch.entry or self.patch.name
+        return self.patch.listed_as
 
 
 @dataclass(frozen=True)

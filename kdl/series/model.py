@@ -85,6 +85,12 @@ class Patch:
         return self.path.name
 
     @property
+    def listed_as(self) -> str:
+        """The patch as the series file names it (a borrowed one by its path,
+        ../0005-....patch, so that it reads as the other series')."""
+        return self.entry or self.name
+
+    @property
     def borrowed(self) -> bool:
         """Whether the file is another series' (the entry is a path)."""
         return "/" in self.entry

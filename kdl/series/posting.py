@@ -15,7 +15,7 @@ the plan before anything is pushed.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from kdl import paths
@@ -49,6 +49,9 @@ class Step:
     on: int | None = None
     #: The RFC step: the post's name.
     rfc: str = ""
+    #: The patches' places in their series (what the plan shows: a
+    #: backport's borrowed patch is named by another series' file).
+    places: list[int] = field(default_factory=list)
 
     def line(self) -> str:
         where = self.branch
@@ -57,7 +60,7 @@ class Step:
         if self.on is not None and self.after is None:
             where += f" (depends on #{self.on})"
         number = f"{self.number:>2}." if self.number else " -"
-        patches = ",".join(p[:4] for p in self.patches) or "-"
+        patches = ",".join(f"{n:04d}" for n in self.places) or "-"
         return f"{number} {self.what}: {patches}: {self.title} [{where}]"
 
 
@@ -116,7 +119,16 @@ def plan(
             branch = f"users/{login}/{topic}-{n}"
             if step.kind == "held":
                 needs = f"needs {step.needs}"
-                out.append(Step(None, "not posted", [patch.name], patch.subject, needs))
+                out.append(
+                    Step(
+                        None,
+                        "not posted",
+                        [patch.listed_as],
+                        patch.subject,
+                        needs,
+                        places=[n],
+                    )
+                )
                 continue
             number += 1
             if step.kind == "fix":
@@ -128,12 +140,13 @@ def plan(
                 Step(
                     number,
                     what,
-                    [patch.name],
+                    [patch.listed_as],
                     patch.subject,
                     branch,
                     base=after or "main",
                     after=after,
                     on=step.on if step.kind == "stack" else None,
+                    places=[n],
                 )
             )
             after = branch if step.kind == "stack" else None
@@ -144,7 +157,9 @@ def plan(
         for n in step.numbers:
             patch = proposals.patches[n - 1]
             what = "not posted, a proposal"
-            out.append(Step(None, what, [patch.name], patch.subject, needs))
+            out.append(
+                Step(None, what, [patch.listed_as], patch.subject, needs, places=[n])
+            )
     return out
 
 

@@ -276,7 +276,10 @@ def test_export_keeps_a_borrowed_patch_until_the_branch_changes_it(
         (series.dir / name).rename(other / name)
         text = text.replace(f"\n{name}\n", f"\n../main/{name}\n")
     series.series.write_text(text)
-    borrowed = {n: (other / n).read_bytes() for n in (P2, P3)}
+    # The other series' own index names them: the backport's export gives up
+    # borrowing P3 without touching that series.
+    (other / "series").write_text(f"name: test-main\n{P2}\n{P3}\n")
+    borrowed = {n: (other / n).read_bytes() for n in (P2, P3, "series")}
     assert apply(capsys, llvm, series)[0] == 0
     status, out, err = on_series(capsys, "export", llvm, series)
     assert status == 0, err
@@ -290,4 +293,21 @@ def test_export_keeps_a_borrowed_patch_until_the_branch_changes_it(
     assert f"\n{P3}\n" in series.series.read_text()
     assert b"+// backport only" in (series.dir / P3).read_bytes()
     # The other series' files are as they were.
-    assert {n: (other / n).read_bytes() for n in (P2, P3)} == borrowed
+    assert {n: (other / n).read_bytes() for n in (P2, P3, "series")} == borrowed
+
+
+def test_export_refuses_to_change_a_patch_another_series_borrows(
+    capsys: pytest.CaptureFixture[str], llvm: Path, series: SeriesDir
+) -> None:
+    """A backport below the series names its P3 (../P3): an export that would
+    change P3 stops before writing anything, naming the backport."""
+    backport = series.dir / "backport"
+    backport.mkdir()
+    (backport / "series").write_text(f"name: test-backport\n../{P3}\n")
+    assert apply(capsys, llvm, series)[0] == 0
+    before = files_of(series.dir)
+    _amend_offload_api(llvm, "// main only")
+    status, _, err = on_series(capsys, "export", llvm, series)
+    assert status != 0 and err.count("\n") == 1
+    assert f"backport/series names ../{P3}: this export would change" in err
+    assert files_of(series.dir) == before

@@ -12,6 +12,7 @@ import pytest
 from kdl import paths
 from kdl.errors import FormatError
 from kdl.series.model import load
+from kdl.series.posting import plan
 from tests.llvm_tree import git, kdl
 
 
@@ -126,3 +127,15 @@ def test_a_series_without_post_lines_is_one_stack() -> None:
     backport = load(paths.BACKPORT_SERIES)
     assert backport.posting == []
     assert [s.kind for s in load(paths.SERIES).posting] == ["fix", "rfc", "stack"]
+
+
+def test_the_backport_s_plan_names_borrowed_patches_as_its_series_does() -> None:
+    """kdl pr finds each step's commit by the name status gives it (the
+    series' line): a borrowed patch's step carries ../NAME, shown by its
+    place in the backport."""
+    backport = load(paths.BACKPORT_SERIES)
+    steps = plan(backport, None, "someone", "topic")
+    assert [s.patches[0] for s in steps] == [p.listed_as for p in backport.patches]
+    tenth = steps[9]
+    assert tenth.patches[0].startswith("../0005-Object-Add-a-rank")
+    assert tenth.line().startswith("10. stacked PR 10/16: 0010: [Object] Add a rank")
