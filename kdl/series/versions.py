@@ -21,10 +21,11 @@ from pathlib import Path
 
 from kdl.errors import FormatError, WorkspaceError
 from kdl.series.checkout import Checkout
+from kdl.series.gitstate import last_line
 from kdl.series.match import diff_files
 from kdl.series.model import entries, load
 
-_VERSION = re.compile(r"^version:\s*(\d+)\s*$", re.MULTILINE)
+_VERSION = re.compile(r"version:\s*(\d+)\s*$")
 
 
 @dataclass(frozen=True)
@@ -38,8 +39,13 @@ class Version:
 
 
 def _number(text: str) -> int:
-    m = _VERSION.search(text)
-    return int(m.group(1)) if m else 1
+    """The ``version:`` of a series file's text, read as :func:`load` reads
+    it (a comment after it left out); 1 where there is none."""
+    for raw in text.splitlines():
+        m = _VERSION.match(raw.split("#", 1)[0])
+        if m:
+            return int(m.group(1))
+    return 1
 
 
 def _from_history(co: Checkout, rel: str, name: str, number: int) -> Version | None:
@@ -79,10 +85,12 @@ def _from_copy(series_file: Path, number: int) -> Version | None:
     copy = series_file.parent / "versions" / f"v{number}" / series_file.name
     if not copy.is_file():
         return None
-    text = copy.read_text()
-    patches = [
-        (Path(e).name, (copy.parent / Path(e).name).read_bytes()) for e in entries(text)
-    ]
+    patches = []
+    for entry in entries(copy.read_text()):
+        path = copy.parent / Path(entry).name
+        if not path.is_file():
+            raise WorkspaceError(f"{copy}: names {entry}, which is not beside it")
+        patches.append((path.name, path.read_bytes()))
     return Version(number, str(copy.parent), patches)
 
 
@@ -104,38 +112,46 @@ def find_version(series_file: Path, number: int) -> Version:
     if found is None:
         raise WorkspaceError(
             f"{series_file}: no version {number} in this repository's history "
+            "or under versions/ "
             f"(the series is at version {series.version})"
         )
     return found
 
 
-def apply_in_scratch(co: Checkout, base: str, patches: list[Path]) -> str | None:
-    """The tip of *patches* applied on *base* in a scratch worktree of *co*,
-    or None when one does not apply. The checkout itself is not touched; the
-    worktree holds only the folders the patches touch (a sparse checkout of
-    llvm-project's 150,000 files takes minutes, this one seconds)."""
+def apply_in_scratch(co: Checkout, base: str, patches: list[Path]) -> str:
+    """The tip of *patches* applied on *base* in a scratch worktree of *co*;
+    a WorkspaceError naming the patch and git's reason when one does not
+    apply. The worktree writes only the files the patches touch (all of
+    llvm-project's take minutes), with neither a sparse checkout (which
+    would set extensions.worktreeConfig in the user's repository) nor any
+    other change to the checkout."""
     from kdl.series.apply import AM_ARGS
 
-    folders = sorted(
-        {
-            posixpath.dirname(f) or "."
-            for p in patches
-            for f in diff_files(p.read_bytes())
-        }
-    )
+    touched = sorted({f for p in patches for f in diff_files(p.read_bytes())})
+    listing = co.run("ls-tree", "-r", "-z", "--name-only", base, "--", *touched)
+    at_base = [f for f in listing.split("\0") if f]
+    # The scratch commits' committer (git am keeps each patch's author):
+    # they are never exported, and a checkout without an identity works.
+    committer = ["-c", "user.name=kdl range-diff", "-c", "user.email=kdl@invalid"]
     with tempfile.TemporaryDirectory(prefix="kdl-version-") as scratch:
         tree = Path(scratch) / "tree"
         co.run(
             "worktree", "add", "--quiet", "--no-checkout", "--detach", str(tree), base
         )
         try:
-            co.run("-C", str(tree), "sparse-checkout", "set", "--cone", *folders)
-            co.run("-C", str(tree), "checkout", "--quiet", "--detach", base)
+            co.run("-C", str(tree), "read-tree", base)
+            if at_base:
+                co.run("-C", str(tree), "checkout", base, "--", *at_base)
             for patch in patches:
-                status, _, _ = co.attempt("-C", str(tree), *AM_ARGS, str(patch))
+                status, out, err = co.attempt(
+                    *committer, "-C", str(tree), *AM_ARGS, str(patch)
+                )
                 if status != 0:
                     co.attempt("-C", str(tree), "am", "--abort")
-                    return None
+                    raise WorkspaceError(
+                        f"{patch.name} does not apply to {co.short(base)}: "
+                        f"{last_line(err or out)}"
+                    )
             return co.run("-C", str(tree), "rev-parse", "HEAD").strip()
         finally:
             co.attempt("worktree", "remove", "--force", str(tree))
@@ -154,13 +170,12 @@ def range_diff(co: Checkout, base: str, old: Version, new: Version) -> str:
                 # Numbered here: a borrowed file's name need not sort in place.
                 files.append(folder / f"{i:04d}-{name}")
                 files[-1].write_bytes(data)
-            tip = apply_in_scratch(co, base, files)
-            if tip is None:
+            try:
+                tips.append(apply_in_scratch(co, base, files))
+            except WorkspaceError as exc:
                 raise WorkspaceError(
-                    f"v{version.number} ({version.where}) does not apply to "
-                    f"{co.short(base)}"
-                )
-            tips.append(tip)
+                    f"v{version.number} ({version.where}): {exc}"
+                ) from exc
     return co.run(
         "-c",
         "color.ui=false",

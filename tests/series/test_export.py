@@ -185,9 +185,15 @@ def test_export_keeps_the_old_version_as_a_tag_in_git(
     assert "v1 kept as the git tag test-series-v1" in out
     assert git(series.dir, "rev-parse", "test-series-v1^{commit}").strip() == v1
     assert not (series.dir / "versions" / "v1").exists()  # no copy
-    # The range-diff from the tag's v1 to the files on disk.
+    # The range-diff from the tag's v1 to the files on disk; the checkout's
+    # config, branches and worktrees are as they were.
+    config = git(llvm, "config", "--local", "--list")
+    refs = git(llvm, "for-each-ref")
     status, out, err = on_series(capsys, "range-diff", llvm, series, "1", "2")
     assert status == 0, err
+    assert git(llvm, "config", "--local", "--list") == config
+    assert git(llvm, "for-each-ref") == refs
+    assert git(llvm, "worktree", "list").count("\n") == 1
     assert " ! 3:" in out and "+// refined" in out
     status, _, err = on_series(capsys, "range-diff", llvm, series, "v7")
     assert status != 0 and err.count("\n") == 1 and "no version 7" in err
