@@ -31,6 +31,9 @@ RUNS=${3:-2}
 B=build/gpu-real
 OUT=${OUT:?set OUT to a directory}
 DEB=/tmp/kdl-rt-$MODE
+# Emptied either way: libs() puts $DEB's LLVM first, and an earlier call's
+# unpacking must not stand in for KDL_LLVM22_LIBDIR's.
+rm -rf "$DEB" && mkdir -p "$DEB"
 # KDL_LLVM22_LIBDIR: a folder that already holds .deb/22's libraries (the
 # check-offload toolchain unpacked from the same .deb files, when both
 # harnesses share one device call), instead of unpacking .deb/22.

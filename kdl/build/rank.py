@@ -2,9 +2,9 @@
 
 The series' ``[Object] Add a rank of offload code for a device target``
 creates ``llvm/lib/Object/OffloadTargetRank.cpp``, its header and its unit
-test. The one text of the rank (the main series' patch; the release/22.x
-backport must carry the same bytes; its test drops the one case 22.1.8's
-Triple cannot read) is compiled:
+test. The one text of the rank (the main series' patch, which the
+release/22.x backport applies as it is; the backport's next patch drops the
+one case of its test 22.1.8's Triple cannot read) is compiled:
 
 - against LLVM main: main's headers and libraries in the sid root;
 - against LLVM 22.1.8: the installed LLVM 22 with the backport's changed

@@ -141,11 +141,21 @@ class _Version:
 
 
 _COUNT = re.compile(rb"^(Subject: \[[^\]]*?)\d+/\d+\]", re.MULTILINE)
+#: A header's continuation line (RFC 5322 folding).
+_FOLD = re.compile(rb"\n[ \t]+")
 
 
 def _same_patch(old: bytes, new: bytes) -> bool:
-    """Whether two patch files differ in nothing but their [PATCH n/m]."""
-    return _COUNT.sub(rb"\1", old, count=1) == _COUNT.sub(rb"\1", new, count=1)
+    """Whether two patch files differ in nothing but their [PATCH n/m]
+    (compared with the headers unfolded: the number's length moves where
+    git folds a long subject)."""
+
+    def key(data: bytes) -> bytes:
+        head, sep, rest = data.partition(b"\n\n")
+        head = _FOLD.sub(b" ", head)
+        return _COUNT.sub(rb"\1", head, count=1) + sep + rest
+
+    return key(old) == key(new)
 
 
 def _changes(

@@ -262,8 +262,8 @@ class Series:
     patches: list[Patch]
     path: Path
     #: The series' version (``version: N``; 1 when absent): ``kdl export``
-    #: bumps it when the patches change and keeps the old ones under
-    #: ``versions/``.
+    #: bumps it when the patches change and tags the commit that holds the
+    #: old one (:mod:`kdl.series.versions` finds it).
     version: int = 1
     #: The LLVM major version the series is made for (``llvm: N``), if said.
     llvm: int | None = None

@@ -317,3 +317,17 @@ def test_export_refuses_to_change_a_patch_another_series_borrows(
     assert status != 0 and err.count("\n") == 1
     assert f"backport/series names ../{P3}: this export would change" in err
     assert files_of(series.dir) == before
+
+
+def test_a_patch_moved_in_a_series_is_the_same_patch() -> None:
+    """[PATCH 5/8] and [PATCH 10/16] of one patch are the same patch, also
+    where the longer number moves git's fold of the subject line."""
+    from kdl.series.export import _same_patch
+
+    head = b"From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\n"
+    title = b"[Object] Add a rank of offload code for"
+    five = head + b"Subject: [PATCH 5/8] " + title + b" a\n device\n\nWhy.\n"
+    ten = head + b"Subject: [PATCH 10/16] " + title + b"\n a device\n\nWhy.\n"
+    assert _same_patch(five, ten)
+    assert not _same_patch(five, ten.replace(b"Why.", b"Why not."))
+    assert not _same_patch(five, ten.replace(b"a device", b"a target"))

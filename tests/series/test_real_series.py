@@ -71,7 +71,13 @@ def test_the_real_series_round_trips(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     """patches/ through apply, status, export and revert on synthesized bases."""
-    shutil.copytree(paths.PATCHES, tmp_path / "patches")
+    # Without the backport: it names three of these files, and the export on
+    # synthesized bases rewrites their index lines (kdl export refuses that).
+    shutil.copytree(
+        paths.PATCHES,
+        tmp_path / "patches",
+        ignore=shutil.ignore_patterns("release-22.x"),
+    )
     series_file = tmp_path / "patches" / "series"
     original = load(series_file)
     repo = _synthetic_checkout(
@@ -99,7 +105,8 @@ def test_the_real_series_round_trips(
     tree = git(repo, "rev-parse", "HEAD^{tree}")
     # Export: the same messages, authors and file lists (hunk layout and blob
     # ids may differ: the bases are synthetic), and the same tree again.
-    assert kdl(capsys, "export", *args)[0] == 0
+    status, out, err = kdl(capsys, "export", *args)
+    assert status == 0, out + err
     exported = load(series_file)
     assert [p.name for p in exported.patches] == [p.name for p in original.patches]
     for new, old in zip(exported.patches, original.patches, strict=True):
