@@ -33,7 +33,7 @@ from kdl.errors import GitError, WorkspaceError
 from kdl.series.checkout import DIFF_OPTS, Checkout
 from kdl.series.choose import index_files
 from kdl.series.match import Match, classify, diff_files
-from kdl.series.model import Block, Series, entries, load
+from kdl.series.model import Block, Series, entries, is_borrowed, load
 
 #: Settings git reads from config that would change format-patch's bytes.
 CONFIG_PINS = [
@@ -119,7 +119,7 @@ def export_series(llvm: Path, series_file: Path, message: str | None = None) -> 
                 f"format-patch wrote {len(generated)} patches "
                 f"for {len(commits)} commits"
             )
-        names, contents = _names(matches, generated)
+        names, contents = _names(matches, generated, before)
         at_base = _tracked_at(co, base, contents)
         was = [m.patch.patch.entry if m.patch is not None else None for m in matches]
         new_text = _render(series, names, contents, base, at_base, was=was)
@@ -279,7 +279,9 @@ def _subject_style(series: Series, count: int) -> tuple[str, bool]:
 
 
 def _names(
-    matches: list[Match], generated: list[tuple[str, bytes]]
+    matches: list[Match],
+    generated: list[tuple[str, bytes]],
+    before: dict[Path, bytes],
 ) -> tuple[list[str], list[bytes]]:
     """The series' entries and their contents after the export.
 
@@ -293,9 +295,10 @@ def _names(
     contents: list[bytes] = []
     for match, (gen, data) in zip(matches, generated, strict=True):
         patch = match.patch.patch if match.patch is not None else None
-        if patch is not None and patch.borrowed and _same_patch(patch.read(), data):
+        held = before[patch.path] if patch is not None else b""
+        if patch is not None and patch.borrowed and _same_patch(held, data):
             names.append(patch.entry)
-            contents.append(patch.read())
+            contents.append(held)
             continue
         name = patch.entry if patch is not None and not patch.borrowed else gen
         number = name.split("-", 1)[0]
@@ -377,7 +380,7 @@ def _write(
         path = out_dir / name
         state = (
             "unchanged (another series' file)"
-            if "/" in name
+            if is_borrowed(name)
             else "new"
             if name not in old
             else "updated"

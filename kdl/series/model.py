@@ -93,7 +93,7 @@ class Patch:
     @property
     def borrowed(self) -> bool:
         """Whether the file is another series' (the entry is a path)."""
-        return "/" in self.entry
+        return is_borrowed(self.entry)
 
     def read(self) -> bytes:
         return self.path.read_bytes()
@@ -334,8 +334,8 @@ def load(series_file: Path | None = None) -> Series:
         if line.startswith("post:"):
             posting.append(_post_step(line, where, lineno))
             continue
-        if not line[0].isspace():
-            entry = line.strip()
+        entry = _patch_entry(raw)
+        if entry is not None:
             patch_path = series_file.parent / entry
             if not patch_path.is_file():
                 raise FormatError(where, f"line {lineno}: no such patch {entry}")
@@ -348,7 +348,7 @@ def load(series_file: Path | None = None) -> Series:
                     where, f"line {lineno}: a second patch named {patch_path.name}"
                 )
             patches.append(Patch(patch_path, entry=entry))
-            layout.blocks[line.strip()] = Block(lead=pending, line=raw)
+            layout.blocks[entry] = Block(lead=pending, line=raw)
             pending = []
             continue
         words = line.split()
@@ -384,16 +384,26 @@ def load(series_file: Path | None = None) -> Series:
 HEADER_FIELDS = ("name:", "version:", "llvm:", "post:")
 
 
+def _patch_entry(raw: str) -> str | None:
+    """The patch a series file's line names; None for a comment, a blank,
+    a header or a file line."""
+    line = raw.split("#", 1)[0].rstrip()
+    if not line or line[0].isspace() or line.startswith(HEADER_FIELDS):
+        return None
+    return line.strip()
+
+
 def entries(series_text: str) -> list[str]:
     """The patch lines of a series file's text, in order (an earlier
     version's, read from git, which :func:`load` cannot check: its patch
     files are not on disk)."""
-    out = []
-    for raw in series_text.splitlines():
-        line = raw.split("#", 1)[0].rstrip()
-        if line and not line[0].isspace() and not line.startswith(HEADER_FIELDS):
-            out.append(line.strip())
-    return out
+    return [e for e in map(_patch_entry, series_text.splitlines()) if e is not None]
+
+
+def is_borrowed(entry: str) -> bool:
+    """Whether a series line names another series' file (a path, not a
+    name beside the series file)."""
+    return "/" in entry
 
 
 def _llvm_major(line: str, where: str, lineno: int) -> int:

@@ -23,7 +23,7 @@ from kdl.errors import FormatError, WorkspaceError
 from kdl.series.checkout import Checkout
 from kdl.series.gitstate import last_line
 from kdl.series.match import diff_files
-from kdl.series.model import entries, load
+from kdl.series.model import Series, entries, load
 
 _VERSION = re.compile(r"version:\s*(\d+)\s*$")
 
@@ -94,10 +94,10 @@ def _from_copy(series_file: Path, number: int) -> Version | None:
     return Version(number, str(copy.parent), patches)
 
 
-def find_version(series_file: Path, number: int) -> Version:
-    """Version *number* of *series_file*: the files on disk when they are
-    that version, else from git's history or an export's copy."""
-    series = load(series_file)
+def find_version(series: Series, number: int) -> Version:
+    """Version *number* of *series*: the files on disk when they are that
+    version, else from git's history or an export's copy."""
+    series_file = series.path
     if series.version == number:
         return Version(
             number, str(series_file), [(p.name, p.read()) for p in series.patches]
@@ -201,13 +201,12 @@ def cmd_range_diff(llvm: Path, series_file: Path, old: str, new: str | None) -> 
         _version_arg(old, "range-diff"),
         _version_arg(new, "range-diff") if new else series.version,
     ]
-    versions = [find_version(series_file, n) for n in numbers]
+    versions = [find_version(series, n) for n in numbers]
     with Checkout(llvm) as co:
-        base = "HEAD"
-        if co.current_branch() is not None and co.meta(co.current_branch() or ""):
-            _, meta = co.kdl_branch()
-            base = co.effective_base(meta)
-        base = co.rev(base)
+        # A kdl branch's base; HEAD in any other checkout.
+        branch = co.current_branch()
+        meta = co.meta(branch) if branch else None
+        base = co.rev(co.effective_base(meta) if meta else "HEAD")
         print(f"# {series.name} v{numbers[0]} -> v{numbers[1]}, on {co.short(base)}")
         print(range_diff(co, base, *versions))
     return 0
