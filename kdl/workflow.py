@@ -255,7 +255,7 @@ def cmd_selftest(args: argparse.Namespace) -> int:
     if full:
         print("\n=== the series on the real trees (main snapshot, 22.1.8)", flush=True)
         try:
-            r_pass, r_fail, problems, lines = real_trees()
+            r_pass, r_fail, problems, lines = real_trees(bench=True)
         except WorkspaceError as exc:
             problems, lines = [str(exc)], []
         for line in [*lines, *problems]:

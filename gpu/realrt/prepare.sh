@@ -10,9 +10,9 @@
 # 3, in the sid root), compiles the probe for both APIs, and fetches the .deb
 # files each run unpacks: .deb/22 (libllvm22) and .deb/main (main's
 # libllvm24, liboffload-24, sid's libxml2-16 and libz3-4).
-# With them, the loop and the series with gpu/realrt/selection-timer.patch
-# (measurement only), lib/loop-timer and lib/series-timer, for run.sh's
-# timer section.
+# With them, the loop and the series with gpu/realrt/selection_timer.py
+# (measurement only), lib/loop-timer and lib/series-timer (and
+# lib/previous-timer with KDL_REAL22_PREVIOUS), for run.sh's timer section.
 # Output: build/gpu-real/ (carried with .deb/22 or .deb/main).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -30,7 +30,7 @@ BASE_BUILD=$(cd "$BASE_BUILD" && pwd) SERIES_BUILD=$(cd "$SERIES_BUILD" && pwd)
 MAIN=.work/trees/main
 SNAPSHOT=$(python3 -c 'import json; print(json.load(open("trees.json"))["main"]["version"])')
 rm -rf "$OUT"
-mkdir -p "$OUT"/lib/{base,loop,series,loop-timer,series-timer} "$OUT"/img "$OUT"/bin
+mkdir -p "$OUT"/lib/{base,loop,series} "$OUT"/img "$OUT"/bin
 
 # 1. The three 22.1.8 runtimes: no loop (the tree as released), #186088's
 #    first-compatible loop (the backport's 0002), the whole backport.
@@ -53,40 +53,62 @@ git -C "$TREE" log --format='%h %s' "$BRANCH" --not \
   "$(git -C "$TREE" rev-list --max-parents=0 "$BRANCH")" >"$OUT/lib/COMMITS"
 echo "loop: $LOOP" >>"$OUT/lib/COMMITS"
 
-# 1b. The selection timer (gpu/realrt/selection-timer.patch: measurement only,
-#     never part of the series) on the loop and on the series head, each in a
-#     copy of the tree's sources under build/real-22/ and a build of its own.
-#     The loop's copy is a sparse worktree like loop-src; the series' copy is
-#     a clone sharing the tree's objects, on the kdl branch with the metadata
-#     kdl apply recorded, so that kdl build compiles the series' LLVM sources
-#     and headers into it as into build/real-22/series.
-TIMER=gpu/realrt/selection-timer.patch
+# 1b. The selection timer (gpu/realrt/selection_timer.py: measurement only,
+#     never part of the series) on the loop, on the series head and, where
+#     KDL_REAL22_PREVIOUS names a commit of the tree with an earlier version
+#     of the backport applied (its head), on that version too ("previous"),
+#     each in a copy of the tree's sources under build/real-22/ and a build of
+#     its own. The loop's copy is a sparse worktree like loop-src; a series'
+#     copy is a clone sharing the tree's objects, on the kdl branch with the
+#     metadata kdl apply recorded, so that kdl build compiles the series' LLVM
+#     sources and headers into it as into build/real-22/series.
+TIMER=gpu/realrt/selection_timer.py
 HEAD_REV=$(git -C "$TREE" rev-parse "$BRANCH")
+PREV_REV=${KDL_REAL22_PREVIOUS:+$(git -C "$TREE" rev-parse "$KDL_REAL22_PREVIOUS")}
 .venv/bin/python - "$TREE" "$LOOP" <<'PY'
 import sys
 from pathlib import Path
 from kdl.build.baseline import base_worktree
 base_worktree(Path(sys.argv[1]).resolve(), sys.argv[2], Path("build/real-22/loop-timer-src").resolve())
 PY
-SRC=build/real-22/series-timer-src
-[ -d "$SRC/.git" ] || git clone -q --shared --no-checkout "$TREE" "$SRC"
-git -C "$SRC" fetch -q "$ROOT/$TREE" "+refs/heads/$BRANCH:refs/remotes/tree/$BRANCH"
-git -C "$SRC" sparse-checkout set --cone offload openmp libc third-party cmake runtimes \
-  llvm/cmake llvm/utils llvm/include llvm/lib llvm/unittests llvm/tools/llvm-offload-binary
-git -C "$SRC" checkout -q -f -B "$BRANCH" "$HEAD_REV"
-git -C "$SRC" config --local --remove-section "branch.$BRANCH" 2>/dev/null || true
-git -C "$TREE" config --local --get-regexp "^branch\.$BRANCH\.kdl" |
-  while read -r key value; do git -C "$SRC" config --local --add "$key" "$value"; done
-for v in loop series; do
+series_copy() { # NAME REV: build/real-22/NAME-timer-src at REV, as the kdl branch
+  local src=build/real-22/$1-timer-src
+  [ -d "$src/.git" ] || git clone -q --shared --no-checkout "$TREE" "$src"
+  git -C "$src" fetch -q "$ROOT/$TREE" "+refs/heads/$BRANCH:refs/remotes/tree/$BRANCH"
+  git -C "$src" sparse-checkout set --cone offload openmp libc third-party cmake runtimes \
+    llvm/cmake llvm/utils llvm/include llvm/lib llvm/unittests llvm/tools/llvm-offload-binary
+  git -C "$src" checkout -q -f -B "$BRANCH" "$2"
+  git -C "$src" config --local --remove-section "branch.$BRANCH" 2>/dev/null || true
+  git -C "$TREE" config --local --get-regexp "^branch\.$BRANCH\.kdl" |
+    while read -r key value; do git -C "$src" config --local --add "$key" "$value"; done
+}
+series_copy series "$HEAD_REV"
+TIMED="loop series"
+if [ -n "$PREV_REV" ]; then
+  series_copy previous "$PREV_REV"
+  TIMED="loop previous series"
+fi
+for v in $TIMED; do
   src=build/real-22/$v-timer-src
   git -C "$src" checkout -q -- offload/plugins-nextgen/common/src/PluginInterface.cpp
-  git -C "$src" apply "$ROOT/$TIMER"
+  python3 "$TIMER" "$src/offload/plugins-nextgen/common/src/PluginInterface.cpp"
   .venv/bin/kdl build --llvm "$src" --build-dir "build/real-22/$v-timer"
+  mkdir -p "$OUT/lib/$v-timer"
   cp "build/real-22/$v-timer/offload/libLLVMOffload.so.22.1" "$OUT/lib/$v-timer/"
   # The timer's own symbol: the build has it (the plain builds do not).
   grep -q KDL_SELECTION_TIMER "$OUT/lib/$v-timer/libLLVMOffload.so.22.1"
 done
-echo "timers: $TIMER $(git hash-object "$TIMER") on loop $LOOP and series $HEAD_REV" \
+# The earlier version's choices are its timer build's (the timer records
+# nothing unless KDL_SELECTION_TIMER is set).
+if [ -n "$PREV_REV" ]; then
+  mkdir -p "$OUT/lib/previous"
+  cp "$OUT/lib/previous-timer/libLLVMOffload.so.22.1" "$OUT/lib/previous/"
+  echo "previous: $PREV_REV" >>"$OUT/lib/COMMITS"
+  git -C "$TREE" log --format='%h %s' "$PREV_REV" --not \
+    "$(git -C "$TREE" rev-list --max-parents=0 "$PREV_REV")" |
+    sed 's/^/previous /' >>"$OUT/lib/COMMITS"
+fi
+echo "timers: $TIMER $(git hash-object "$TIMER") on loop $LOOP, series $HEAD_REV${PREV_REV:+ and previous $PREV_REV}" \
   >>"$OUT/lib/COMMITS"
 echo "series v$(sed -n 's/^version: *//p' "$SERIES_FILE" | head -1) ($SERIES_FILE)" >"$OUT/lib/SERIES"
 

@@ -15,8 +15,9 @@
 #         timer cost" (the default: all; KDL_COST_ONLY=1 is "cost"). growth:
 #         whose memory a failed load and the fallback leave behind, the CUDA
 #         driver alone (bin/cu_leak) beside the series' liboffload. timer: the
-#         selection's own time inside the runtime (gpu/realrt/selection-
-#         timer.patch), loop against series, KDL_TIMER_COLD fresh processes
+#         selection's own time inside the runtime (gpu/realrt/
+#         selection_timer.py), loop against series (and the earlier version
+#         prepare.sh built, if any), KDL_TIMER_COLD fresh processes
 #         (default 40) and KDL_TIMER_WARM_PROCS processes of KDL_TIMER_WARM
 #         warm loads (3 of 1000) per container.
 #
@@ -82,8 +83,14 @@ fi
 SECTIONS=${KDL_SECTIONS:-choice leak growth timer cost}
 [ -n "${KDL_COST_ONLY:-}" ] && SECTIONS=cost
 has() { [[ " $SECTIONS " == *" $1 "* ]]; }
+# The runtimes of the choice section: with an earlier version of the
+# backport (prepare.sh's KDL_REAL22_PREVIOUS), that one too.
+VARIANTS="base loop series"
+[ -d "$B/lib/previous" ] && VARIANTS="base loop previous series"
+TIMERS="loop-timer series-timer"
+[ -d "$B/lib/previous-timer" ] && TIMERS="loop-timer previous-timer series-timer"
 if has choice; then
-for v in base loop series; do
+for v in $VARIANTS; do
   echo "== $v"
   choice ol_choice-22 "$(libs $v)" "$OUT/choice-22-$v.jsonl"
 done
@@ -161,18 +168,20 @@ timed() { # VARIANT FILE MODE PROCESS WARM
     >>"$OUT/timer-22.jsonl"
 }
 if has timer; then
-  read -r -a TFILES <<<"${KDL_TIMER_FILES:-cost-1.bin cost-4.bin cost-64.bin cost-64-last.bin}"
+  read -r -a TFILES <<<"${KDL_TIMER_FILES:-cost-1.bin cost-4.bin cost-64.bin cost-64-first.bin cost-64-last.bin}"
   : >"$OUT/timer-22.jsonl"
+  # The builds take turns going first, process by process (the order
+  # rotates).
+  read -r -a ORDER <<<"$TIMERS"
   for i in $(seq 1 "${KDL_TIMER_COLD:-40}"); do
-    order="loop-timer series-timer"
-    [ $((i % 2)) -eq 0 ] && order="series-timer loop-timer"
     for f in "${TFILES[@]}"; do
-      for v in $order; do timed $v "$f" cold "$i" 0; done
+      for v in "${ORDER[@]}"; do timed $v "$f" cold "$i" 0; done
     done
+    ORDER=("${ORDER[@]:1}" "${ORDER[0]}")
   done
   for i in $(seq 1 "${KDL_TIMER_WARM_PROCS:-3}"); do
     for f in "${TFILES[@]}"; do
-      for v in loop-timer series-timer; do timed $v "$f" warm "$i" "${KDL_TIMER_WARM:-1000}"; done
+      for v in $TIMERS; do timed $v "$f" warm "$i" "${KDL_TIMER_WARM:-1000}"; done
     done
   done
   wc -l "$OUT/timer-22.jsonl"

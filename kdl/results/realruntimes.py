@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import re
 import statistics
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -86,10 +87,10 @@ def _outcome(row: Json) -> str:
     return f"loads {row.get('marker') or '?'}, {ran}"
 
 
-def choices(directory: Path) -> Json:
+def choices(directory: Path, keys: Iterable[str] = RUNTIMES) -> Json:
     """Per image: olIsValidBinary and what each runtime loaded."""
     table: dict[str, Json] = {}
-    for key in RUNTIMES:
+    for key in keys:
         path = directory / f"choice-{key}.jsonl"
         if key == "main" and not path.exists():
             continue
@@ -250,6 +251,15 @@ def report(directory: Path = DIR) -> Json:
     series = _optional(directory / "series-22.txt", lambda p: p.read_text().strip())
     if series:
         runtimes["22-series"] = f"22.1.8 + {series}"
+    # A run with an earlier version of the backport beside it names that
+    # version (previous-22.txt), before the series.
+    previous = _optional(directory / "previous-22.txt", lambda p: p.read_text().strip())
+    if previous:
+        runtimes = {
+            **{k: v for k, v in runtimes.items() if k != "22-series"},
+            "22-previous": f"22.1.8 + {previous}",
+            "22-series": runtimes["22-series"],
+        }
     doc: Json = {
         "device": device,
         "device_main": _optional(
@@ -257,7 +267,7 @@ def report(directory: Path = DIR) -> Json:
         ),
         "harness": (directory / "harness-22.txt").read_text().splitlines(),
         "runtimes": runtimes,
-        "choices": choices(directory),
+        "choices": choices(directory, runtimes),
         "openmp": _optional(directory / "omp-22.txt", lambda p: openmp(p.parent)),
         "check_offload_nvptx": _optional(
             directory / NVPTX_RUN, lambda p: check_offload_nvptx(directory)
@@ -322,7 +332,13 @@ def render_md(doc: Json) -> str:
                 f"| {r['loads']} | {r['failed']} | {r['rss_growth_kib']} KiB "
                 f"| {r['device_free_drop_kib']} KiB |"
             )
-    lines += _openmp_md(doc) + _nvptx_md(doc) + selection.render(doc.get("selection"))
+    labels = {
+        "loop": "loop",
+        "previous": doc["runtimes"].get("22-previous", "").removeprefix("22.1.8 + "),
+        "series": doc["runtimes"]["22-series"].removeprefix("22.1.8 + "),
+    }
+    lines += _openmp_md(doc) + _nvptx_md(doc)
+    lines += selection.render(doc.get("selection"), labels=labels)
     lines += selection.render(doc.get("selection_bind_now"), bind_now=True)
     return _cost_md(doc, lines)
 

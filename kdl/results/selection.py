@@ -1,18 +1,23 @@
 """The selection's own cost, timed inside the runtime.
 
-``gpu/realrt/selection-timer.patch`` (measurement only, never part of the
-series) times ``GenericDeviceTy::loadBinary`` from the arrival of an
-OffloadBinary container to the entry it hands to the load, in two builds:
-#186088's stand-in loop (the scan to the first compatible entry) and the
-series (the plugin asked about every entry, the rank, the sort).
-``gpu/realrt/run.sh``'s timer section writes ``timer-22.jsonl``: per process,
-what ``ol_choice cost`` printed (the cold ``olCreateProgram`` and the warm
-ones) and the timer's records, ``[entries, total_ns, parse_ns]`` per call
-(parse: ``extractOffloadBinaries`` alone).
+A timer (measurement only, never part of the series: up to series v8's run
+``gpu/realrt/selection-timer.patch``, since v10's ``gpu/realrt/
+selection_timer.py``, which places it in any of the loops) times
+``GenericDeviceTy::loadBinary`` from the arrival of an OffloadBinary
+container to the first entry it hands to the load, in each build: #186088's
+stand-in loop (the plugin asked in container order to the first entry it
+accepts); series v7-v9 (the plugin asked about every entry, the rank, the
+sort); from v10, every entry ranked from its metadata, then the plugin asked
+in rank order. ``gpu/realrt/run.sh``'s timer section writes
+``timer-22.jsonl``: per process, what ``ol_choice cost`` printed (the cold
+``olCreateProgram`` and the warm ones) and the timer's records, ``[entries,
+total_ns, parse_ns]`` per call (parse: the reading of the entries alone).
 
 Cold: the first call of a fresh process, one sample per process. Warm: the
 calls after it in processes that repeat ``olCreateProgram`` and
-``olDestroyProgram``, every call a sample.
+``olDestroyProgram``, every call a sample. A run with an earlier version of
+the series beside it (``previous``) is held to v10's targets
+(:func:`targets`).
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ CONTAINERS = {
     "cost-4.bin": "[sm_90, sm_80, sm_86, sm_90a]",
     "cost-64.bin": "[sm_90, 31 x (sm_80, sm_86), sm_90a]",
     "cost-64-last.bin": "[31 x (sm_80, sm_86), sm_80, sm_90a]",
+    "cost-64-first.bin": "[sm_90a, 31 x (sm_80, sm_86), sm_90]",
 }
 
 
@@ -100,6 +106,16 @@ def summary(path: Path) -> Json:
     for (name, variant, mode), cell in samples.items():
         by_pair.setdefault((name, mode), {})[variant] = cell["selection_ns"]
     doc["goal"] = goal(doc["containers"], by_pair)
+    if any(
+        "previous" in cell
+        for box in doc["containers"].values()
+        for cell in box.values()
+        if isinstance(cell, dict)
+    ):
+        totals: Pairs = {}
+        for (name, variant, mode), cell in samples.items():
+            totals.setdefault((name, mode), {})[variant] = cell["total_ns"]
+        doc["targets"] = targets(doc["containers"], by_pair, totals)
     return doc
 
 
@@ -161,15 +177,106 @@ def goal(containers: Json, samples: Pairs) -> Json:
     return out
 
 
+#: The targets of series v10 (rank from the metadata, then ask the plugin in
+#: rank order), each against #186088's stand-in loop: what the series'
+#: selection may add to the loop's, in ns, per container and phase.
+TARGETS = (
+    ("cost-4.bin", "warm", 500.0),
+    ("cost-4.bin", "cold", 5000.0),
+    ("cost-64.bin", "warm", 2000.0),
+    ("cost-64-last.bin", "warm", 0.0),
+)
+#: And the whole of loadBinary's work on a container before the load (the
+#: parse and the selection) at 64 entries, against the earlier version's: at
+#: most this fraction of it.
+TOTAL_FRACTION = 0.5
+TOTAL_CONTAINERS = ("cost-64.bin", "cost-64-first.bin", "cost-64-last.bin")
+
+
+def _verdict(lo: float, hi: float, allowed: float) -> str:
+    return "met" if hi <= allowed else "missed" if lo > allowed else "not resolved"
+
+
+def targets(containers: Json, selections: Pairs, totals: Pairs) -> Json:
+    """Series v10's targets against the 95% CIs of the differences of the
+    medians: the selection against the loop's, the total against the earlier
+    version's."""
+    out: Json = {"selection": [], "total": []}
+    for name, mode, allowed in TARGETS:
+        pair = selections.get((name, mode), {})
+        if "series" not in pair or "loop" not in pair:
+            continue
+        lo, hi = median_diff_ci(pair["series"], pair["loop"])
+        added = rounded(
+            containers[name][mode]["series"]["selection_ns"]["median"]
+            - containers[name][mode]["loop"]["selection_ns"]["median"]
+        )
+        out["selection"].append(
+            {
+                "container": name,
+                "phase": mode,
+                "allowed_ns": allowed,
+                "added_ns": added,
+                "ci95": [lo, hi],
+                "verdict": _verdict(lo, hi, allowed),
+            }
+        )
+    for name in TOTAL_CONTAINERS:
+        for mode in ("warm", "cold"):
+            pair = totals.get((name, mode), {})
+            if "series" not in pair or "previous" not in pair:
+                continue
+            scaled = [TOTAL_FRACTION * v for v in pair["previous"]]
+            lo, hi = median_diff_ci(pair["series"], scaled)
+            cell = containers[name][mode]
+            out["total"].append(
+                {
+                    "container": name,
+                    "phase": mode,
+                    "ratio": rounded(
+                        cell["series"]["total_ns"]["median"]
+                        / cell["previous"]["total_ns"]["median"]
+                    ),
+                    "over_half_ci95": [lo, hi],
+                    "verdict": _verdict(lo, hi, 0.0),
+                }
+            )
+    return out
+
+
+#: How the builds of a run with an earlier version are named in its report.
+LABELS = {"loop": "loop", "previous": "earlier series", "series": "series"}
+
+
 def _ns(s: Json) -> str:
     lo, hi = s["ci95_median"]
     scale, unit = (1000.0, "us") if s["unit"] == "ns" else (1.0, "us")
     return f"{s['median'] / scale:.2f} ({lo / scale:.2f}-{hi / scale:.2f}) {unit}"
 
 
-def render(doc: Json | None, *, bind_now: bool = False) -> list[str]:
+V10_INTRO = (
+    "`gpu/realrt/selection_timer.py` (measurement only) times `loadBinary` "
+    "per call from the container's arrival to the first entry handed to the "
+    "load (total), and the reading of the entries within it (parse: "
+    "`extractOffloadBinaries`, which copies every entry, in the loop and the "
+    "earlier series; `readOffloadBinaries`, in place, in the series); the "
+    "selection is the rest: loop, #186088's stand-in, the plugin asked in "
+    "container order to the first entry it accepts; earlier series, every "
+    "entry asked, the accepted ones ranked and sorted; series, every entry "
+    "ranked from its metadata and sorted, the plugin asked in that order to "
+    "the first it accepts. std::chrono::steady_clock; median (95% CI of the "
+    "median); cold: the first call of a fresh process, one sample per "
+    "process; warm: every call after it in processes of repeated loads."
+)
+
+
+def render(
+    doc: Json | None, *, bind_now: bool = False, labels: dict[str, str] | None = None
+) -> list[str]:
     if not doc:
         return []
+    if "targets" in doc:
+        return _render_v10(doc, labels or {})
     title = "The selection's own cost, timed inside the runtime"
     intro = (
         "`gpu/realrt/selection-timer.patch` (measurement only) times "
@@ -232,4 +339,61 @@ def render(doc: Json | None, *, bind_now: bool = False) -> list[str]:
                 f"takes {added['median'] / 1000:.2f} us more than the loop's "
                 f"(95% CI {lo / 1000:.2f} to {hi / 1000:.2f}): {added['verdict']}."
             )
+    return lines
+
+
+def _render_v10(doc: Json, labels: dict[str, str]) -> list[str]:
+    """The run with an earlier version beside the loop and the series: the
+    table, then series v10's targets."""
+    lines = [
+        "",
+        "## The selection's own cost, timed inside the runtime",
+        "",
+        V10_INTRO,
+        "",
+        "| container | entries | phase | build | selection | parse | total "
+        "| `olCreateProgram` | n |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name, box in doc["containers"].items():
+        for mode in ("cold", "warm"):
+            for variant in ("loop", "previous", "series"):
+                cell = box.get(mode, {}).get(variant)
+                if cell is None:
+                    continue
+                lines.append(
+                    f"| `{name}` {box['what']} | {box['entries']} | {mode} "
+                    f"| {labels.get(variant, variant)} | {_ns(cell['selection_ns'])} "
+                    f"| {_ns(cell['parse_ns'])} | {_ns(cell['total_ns'])} "
+                    f"| {_ns(cell['create_us'])} | {cell['selection_ns']['n']} |"
+                )
+    tg = doc["targets"]
+    lines += [
+        "",
+        "Targets: what the series' selection adds to the loop's (difference of "
+        "the medians, 95% CI), and the series' total (parse and selection) over "
+        "the earlier series' at 64 entries (target: at most half).",
+        "",
+        "| container | phase | target | series adds | 95% CI | verdict |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in tg["selection"]:
+        lo, hi = r["ci95"]
+        lines.append(
+            f"| `{r['container']}` | {r['phase']} | at most "
+            f"{r['allowed_ns'] / 1000:+.1f} us | {r['added_ns'] / 1000:+.2f} us "
+            f"| {lo / 1000:+.2f} to {hi / 1000:+.2f} us | {r['verdict']} |"
+        )
+    lines += [
+        "",
+        "| container | phase | series total / earlier series' total "
+        "| series minus half the earlier, 95% CI | verdict |",
+        "|---|---|---|---|---|",
+    ]
+    for r in tg["total"]:
+        lo, hi = r["over_half_ci95"]
+        lines.append(
+            f"| `{r['container']}` | {r['phase']} | {r['ratio']:.2f} "
+            f"| {lo / 1000:+.2f} to {hi / 1000:+.2f} us | {r['verdict']} |"
+        )
     return lines

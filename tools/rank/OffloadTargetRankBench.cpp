@@ -12,12 +12,28 @@
 // a device): rank every entry for a device target parsed once, and keep the
 // lowest. rankCold also parses the device's target, as a first load would.
 //
+// The two designs of a runtime's loop, side by side with the loop they
+// replace: askThenRank asks the plugin about every entry and ranks those it
+// accepts (series v9); rankThenAsk ranks every entry from its metadata and
+// asks the plugin in rank order, stopping at the first it accepts (series
+// v10); firstAccepted asks in container order (#186088's loop). The plugin's
+// answer costs what the CUDA and AMDGPU plugins' first step costs, a read of
+// the image read as an ELF object file (ELF64LEObjectFile::create, its
+// machine and flags); the answer itself is the rank's, written into e_entry
+// when the container is made, so that every design chooses the same entry. The load is not timed.
+// Each design runs over a container whose only entry that runs on the device
+// is last (Last) and over one where it is first (First).
+//
 //===----------------------------------------------------------------------===//
 
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/BinaryFormat/ELF.h"
+#include "llvm/Object/ELFObjectFile.h"
 #include "llvm/Object/OffloadTargetRank.h"
 #include "llvm/Support/MemoryBuffer.h"
 
 #include <benchmark/benchmark.h>
+#include <cstring>
 
 using namespace llvm;
 using namespace llvm::object;
@@ -62,22 +78,61 @@ const Device AMDGPUMainTriples = {
      "amdgpu11.00-amd-amdhsa", "amdgpu12.01-amd-amdhsa",
      "amdgpu9.50-amd-amdhsa", "amdgpu9-amd-amdhsa", "amdgpu10.3-amd-amdhsa"}};
 
-/// A container of \p N entries, the device's own target last, so that the
-/// first-compatible loop looks at every entry.
-SmallString<0> makeContainer(const Device &D, size_t N) {
+uint16_t machine(const Device &D) {
+  return Triple(D.Triple).isNVPTX() ? ELF::EM_CUDA : ELF::EM_AMDGPU;
+}
+
+/// The ELF header of an image for \p D's plugin; e_entry is the plugin's
+/// answer, set where the entry's rank says the code runs.
+std::string makeImage(const Device &D, bool Runs) {
+  ELF::Elf64_Ehdr Header{};
+  std::memcpy(Header.e_ident, ELF::ElfMagic, 4);
+  Header.e_ident[ELF::EI_CLASS] = ELF::ELFCLASS64;
+  Header.e_ident[ELF::EI_DATA] = ELF::ELFDATA2LSB;
+  Header.e_ident[ELF::EI_VERSION] = ELF::EV_CURRENT;
+  Header.e_type = ELF::ET_EXEC;
+  Header.e_machine = machine(D);
+  Header.e_version = ELF::EV_CURRENT;
+  Header.e_ehsize = sizeof(Header);
+  Header.e_entry = Runs;
+  return std::string(reinterpret_cast<const char *>(&Header), sizeof(Header));
+}
+
+/// The plugin's answer for \p Image on \p D's device, as the CUDA and AMDGPU
+/// plugins begin theirs: the image read as an ELF object file, its machine
+/// and flags looked at.
+bool accepts(const Device &D, StringRef Image) {
+  Expected<object::ELF64LEObjectFile> File = object::ELF64LEObjectFile::create(
+      MemoryBufferRef(Image, ""), /*InitContent=*/false);
+  if (!File) {
+    consumeError(File.takeError());
+    return false;
+  }
+  const auto &Header = File->getELFFile().getHeader();
+  benchmark::DoNotOptimize(File->getPlatformFlags());
+  return Header.e_machine == machine(D) && Header.e_entry;
+}
+
+/// A container of \p N entries, the device's own target last (or first, with
+/// \p OwnFirst), so that the first-compatible loop looks at every entry.
+SmallString<0> makeContainer(const Device &D, size_t N, bool OwnFirst = false) {
   std::vector<OffloadBinary::OffloadingImage> Images(N);
+  std::vector<std::string> Bytes(N);
+  OffloadDeviceTarget Target(D.Triple, D.TargetID);
   for (size_t I = 0; I < N; ++I) {
     auto &Image = Images[I];
     Image.TheImageKind = IMG_Object;
     Image.TheOffloadKind = OFK_OpenMP;
-    bool Own = I + 1 == N;
+    bool Own = OwnFirst ? I == 0 : I + 1 == N;
     size_t Other = I % D.Others.size();
     Image.StringData["triple"] =
         Own ? (D.OwnTriple ? D.OwnTriple : D.Triple) : D.entryTriple(Other);
     Image.StringData["arch"] = Own ? D.TargetID : D.Others[Other];
-    Image.Image = MemoryBuffer::getMemBuffer(StringRef("\x7f"
-                                                       "ELF image",
-                                                       9));
+    Bytes[I] = makeImage(D, Target
+                                .rank(Image.StringData["triple"],
+                                      Image.StringData["arch"], IMG_Object)
+                                .runs());
+    Image.Image = MemoryBuffer::getMemBuffer(Bytes[I], "", false);
   }
   SmallString<0> Data;
   for (auto &Image : Images) // one binary per entry, as LLVM 22 writes them
@@ -145,6 +200,64 @@ void rankCold(benchmark::State &State, const Device &D) {
   }
 }
 
+/// Series v9: every entry asked, the accepted ones ranked, the best taken.
+const OffloadBinary *askThenRank(const Device &D,
+                                 const OffloadDeviceTarget &Target,
+                                 ArrayRef<OffloadFile> Files) {
+  SmallVector<std::pair<OffloadTargetRank, size_t>> Candidates;
+  for (auto [Idx, File] : enumerate(Files))
+    if (accepts(D, File.getBinary()->getImage()))
+      Candidates.emplace_back(Target.rank(*File.getBinary()), Idx);
+  if (Candidates.empty())
+    return nullptr;
+  stable_sort(Candidates, less_first());
+  return Files[Candidates.front().second].getBinary();
+}
+
+/// Series v10: every entry ranked from its metadata, then asked in rank
+/// order; the first accepted taken.
+const OffloadBinary *rankThenAsk(const Device &D,
+                                 const OffloadDeviceTarget &Target,
+                                 ArrayRef<OffloadFile> Files) {
+  SmallVector<std::pair<OffloadTargetRank, size_t>, 8> Order;
+  Order.reserve(Files.size());
+  for (auto [Idx, File] : enumerate(Files))
+    Order.emplace_back(Files.size() > 1 ? Target.rank(*File.getBinary())
+                                        : OffloadTargetRank(),
+                       Idx);
+  stable_sort(Order, less_first());
+  for (auto [Rank, Idx] : Order)
+    if (accepts(D, Files[Idx].getBinary()->getImage()))
+      return Files[Idx].getBinary();
+  return nullptr;
+}
+
+/// #186088's loop: asked in container order; the first accepted taken.
+const OffloadBinary *firstAccepted(const Device &D,
+                                   const OffloadDeviceTarget &,
+                                   ArrayRef<OffloadFile> Files) {
+  for (const OffloadFile &File : Files)
+    if (accepts(D, File.getBinary()->getImage()))
+      return File.getBinary();
+  return nullptr;
+}
+
+using Design = const OffloadBinary *(*)(const Device &,
+                                        const OffloadDeviceTarget &,
+                                        ArrayRef<OffloadFile>);
+
+template <Design Choose>
+void design(benchmark::State &State, const Device &D, bool OwnFirst) {
+  SmallString<0> Data = makeContainer(D, State.range(0), OwnFirst);
+  SmallVector<OffloadFile> Files = read(Data);
+  OffloadDeviceTarget Target(D.Triple, D.TargetID);
+  const OffloadBinary *Own = Files[OwnFirst ? 0 : Files.size() - 1].getBinary();
+  if (Choose(D, Target, Files) != Own)
+    State.SkipWithError("the design does not choose the device's own entry");
+  for (auto _ : State)
+    benchmark::DoNotOptimize(Choose(D, Target, Files));
+}
+
 void parseDevice(benchmark::State &State, const Device &D) {
   for (auto _ : State)
     benchmark::DoNotOptimize(OffloadDeviceTarget(D.Triple, D.TargetID));
@@ -181,4 +294,20 @@ BENCHMARK_CAPTURE(rankCold, amdgpu_main, AMDGPUMainTriples)
     ->Arg(1)
     ->Arg(4)
     ->Arg(64);
+// The designs: NVPTX and AMDGPU in main's spellings, the device's own entry
+// last and first.
+#define KDL_DESIGN(FN, NAME, DEV, FIRST)                                       \
+  BENCHMARK_CAPTURE(design<FN>, NAME, DEV, FIRST)->Arg(1)->Arg(4)->Arg(64)
+KDL_DESIGN(askThenRank, nvptx_last, NVPTXDevice, false);
+KDL_DESIGN(rankThenAsk, nvptx_last, NVPTXDevice, false);
+KDL_DESIGN(firstAccepted, nvptx_last, NVPTXDevice, false);
+KDL_DESIGN(askThenRank, nvptx_first, NVPTXDevice, true);
+KDL_DESIGN(rankThenAsk, nvptx_first, NVPTXDevice, true);
+KDL_DESIGN(firstAccepted, nvptx_first, NVPTXDevice, true);
+KDL_DESIGN(askThenRank, amdgpu_main_last, AMDGPUMainTriples, false);
+KDL_DESIGN(rankThenAsk, amdgpu_main_last, AMDGPUMainTriples, false);
+KDL_DESIGN(firstAccepted, amdgpu_main_last, AMDGPUMainTriples, false);
+KDL_DESIGN(askThenRank, amdgpu_main_first, AMDGPUMainTriples, true);
+KDL_DESIGN(rankThenAsk, amdgpu_main_first, AMDGPUMainTriples, true);
+KDL_DESIGN(firstAccepted, amdgpu_main_first, AMDGPUMainTriples, true);
 BENCHMARK_MAIN();
