@@ -39,15 +39,9 @@ BRANCH=kdl/offload-ranked-selection-22
 LOOP=$(git -C "$TREE" log -1 --format=%H \
   --grep='^\[Offload\] Load the first compatible entry' "$BRANCH")
 [ -n "$LOOP" ] || { echo "prepare.sh: no #186088 loop commit on $BRANCH" >&2; exit 1; }
-.venv/bin/python - "$TREE" "$LOOP" <<'PY'
-import sys
-from pathlib import Path
-from kdl.build.baseline import base_worktree
-base_worktree(Path(sys.argv[1]).resolve(), sys.argv[2], Path("build/real-22/loop-src").resolve())
-PY
-.venv/bin/kdl build --llvm build/real-22/loop-src --build-dir build/real-22/loop
+# (The loop's runtime is its timer build, 1b: the timer records nothing
+# unless KDL_SELECTION_TIMER is set.)
 cp "$BASE_BUILD/offload/libLLVMOffload.so.22.1" "$OUT/lib/base/"
-cp build/real-22/loop/offload/libLLVMOffload.so.22.1 "$OUT/lib/loop/"
 cp "$SERIES_BUILD/offload/libLLVMOffload.so.22.1" "$OUT/lib/series/"
 git -C "$TREE" log --format='%h %s' "$BRANCH" --not \
   "$(git -C "$TREE" rev-list --max-parents=0 "$BRANCH")" >"$OUT/lib/COMMITS"
@@ -98,12 +92,14 @@ for v in $TIMED; do
   # The timer's own symbol: the build has it (the plain builds do not).
   grep -q KDL_SELECTION_TIMER "$OUT/lib/$v-timer/libLLVMOffload.so.22.1"
 done
-# The earlier version's choices are its timer build's (the timer records
-# nothing unless KDL_SELECTION_TIMER is set).
+# The loop's and the earlier version's choices are their timer builds'.
+cp "$OUT/lib/loop-timer/libLLVMOffload.so.22.1" "$OUT/lib/loop/"
 if [ -n "$PREV_REV" ]; then
   mkdir -p "$OUT/lib/previous"
   cp "$OUT/lib/previous-timer/libLLVMOffload.so.22.1" "$OUT/lib/previous/"
   echo "previous: $PREV_REV" >>"$OUT/lib/COMMITS"
+  # How the report names it (KDL_REAL22_PREVIOUS_NAME: "series v9 ...").
+  echo "${KDL_REAL22_PREVIOUS_NAME:-the earlier series ($PREV_REV)}" >"$OUT/lib/PREVIOUS"
   git -C "$TREE" log --format='%h %s' "$PREV_REV" --not \
     "$(git -C "$TREE" rev-list --max-parents=0 "$PREV_REV")" |
     sed 's/^/previous /' >>"$OUT/lib/COMMITS"

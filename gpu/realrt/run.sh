@@ -47,6 +47,7 @@ fi
 kdl_device >"$OUT/device-$MODE.txt"
 cat "$B/VERSION" "$B/lib/COMMITS" >"$OUT/harness-$MODE.txt" 2>/dev/null || true
 [ "$MODE" = 22 ] && cp "$B/lib/SERIES" "$OUT/series-22.txt"
+[ "$MODE" = 22 ] && [ -f "$B/lib/PREVIOUS" ] && cp "$B/lib/PREVIOUS" "$OUT/previous-22.txt"
 IMAGES=("$B"/img/*.cubin "$B"/img/*.ptx "$B"/img/v1-*.bin "$B"/img/v3-*.bin)
 
 # choice PROBE LIBS OUTFILE: every image in a process of its own, so that a
