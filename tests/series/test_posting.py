@@ -44,25 +44,25 @@ def test_the_plan_posts_the_fixes_then_the_rfc_then_the_stack(
     lines = out.splitlines()
     lines = lines[[ln.startswith("# posting plan") for ln in lines].index(True) :]
     assert lines[0] == (
-        f"# posting plan of {series.name} v{series.version}: 9 step(s), "
+        f"# posting plan of {series.name} v{series.version}: 10 step(s), "
         "authored by Jane Developer <jdev@llvm-contributors.org>"
     )
     steps = [ln for ln in lines if re.match(r"^ ?\d+\. ", ln)]
     held = [ln for ln in lines if ln.startswith(" - ")]
     topic = series.name
-    # 1-4: each fix its own pull request into main, titled with its subject.
-    for n, line in enumerate(steps[:4], 1):
+    # 1-5: each fix its own pull request into main, titled with its subject.
+    for n, line in enumerate(steps[:5], 1):
         patch = series.patches[n - 1]
         assert line == (
             f"{n:>2}. fix, its own PR: {patch.name[:4]}: {patch.subject} "
             f"[users/jdev/{topic}-{n} -> main]"
         )
-    # 5: the RFC, after the fixes and before the follow-up.
-    assert steps[4].startswith(" 5. the RFC, on Discourse: -: [RFC]")
-    assert "rfc/" in steps[4] and "ranked-selection.md" in steps[4]
-    # 6-9: one stack on #186088, each on the one before.
-    for i, line in enumerate(steps[5:], 1):
-        n = 4 + i
+    # 6: the RFC, after the fixes and before the follow-up.
+    assert steps[5].startswith(" 6. the RFC, on Discourse: -: [RFC]")
+    assert "rfc/" in steps[5] and "ranked-selection.md" in steps[5]
+    # 7-10: one stack on #186088, each on the one before.
+    for i, line in enumerate(steps[6:], 1):
+        n = 5 + i
         patch = series.patches[n - 1]
         base = f"users/jdev/{topic}-{n - 1}" if i > 1 else "main"
         on = " (depends on #186088)" if i == 1 else ""
@@ -70,7 +70,7 @@ def test_the_plan_posts_the_fixes_then_the_rfc_then_the_stack(
             f"{n + 1:>2}. stacked PR {i}/4 on #186088: {patch.name[:4]}: "
             f"{patch.subject} [users/jdev/{topic}-{n} -> {base}{on}]"
         )
-    assert len(steps) == 9
+    assert len(steps) == 10
     # The proposals: listed, not posted, each with what it needs.
     assert [ln.split(": ")[1] for ln in held] == [p.name[:4] for p in proposals.patches]
     assert all(ln.startswith(" - not posted, a proposal: ") for ln in held)
@@ -106,11 +106,11 @@ def test_a_placeholder_identity_stops_the_plan(
 @pytest.mark.parametrize(
     ("post", "why"),
     [
-        ("post: fix 1-4\npost: stack 4-8 on 186088\n", "patch 4 is in two steps"),
-        ("post: fix 1-4\npost: stack 5-9\n", "patch 9: the series has 8"),
-        ("post: fix 1-4\npost: stack 5-7\n", "patch 8 is in no step"),
+        ("post: fix 1-5\npost: stack 5-9 on 186088\n", "patch 5 is in two steps"),
+        ("post: fix 1-5\npost: stack 6-10\n", "patch 10: the series has 9"),
+        ("post: fix 1-5\npost: stack 6-8\n", "patch 9 is in no step"),
         ("post: fix one\n", "expected 'post: fix|stack|held"),
-        ("post: held 1-8\n", "held needs 'needs TEXT'"),
+        ("post: held 1-9\n", "held needs 'needs TEXT'"),
     ],
 )
 def test_a_bad_post_line_is_a_format_error(tmp_path: Path, post: str, why: str) -> None:
@@ -137,5 +137,5 @@ def test_the_backport_s_plan_names_borrowed_patches_as_its_series_does() -> None
     steps = plan(backport, None, "someone", "topic")
     assert [s.patches[0] for s in steps] == [p.listed_as for p in backport.patches]
     tenth = steps[9]
-    assert tenth.patches[0].startswith("../0005-Object-Add-a-rank")
-    assert tenth.line().startswith("10. stacked PR 10/16: 0010: [Object] Add a rank")
+    assert tenth.patches[0].startswith("../0006-Object-Add-a-rank")
+    assert tenth.line().startswith("10. stacked PR 10/17: 0010: [Object] Add a rank")
