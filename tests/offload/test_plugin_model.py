@@ -1,7 +1,7 @@
 """The overlay's model of the plugins' acceptance restates the series'
 plugin text where it can be compared: the CUDA plugin's rule for
 arch-specific cubins (0003: only on their SM, as tryGetCPUName names them)
-and its PTX acceptance for a device (0007: isImageCompatible) stand in
+and its PTX acceptance for a device (0008: isImageCompatible) stand in
 overlay/plugin-model/PluginAcceptance.cpp as the series adds them, in both
 the main series and the release/22.x backport, but for the names the test
 lists. (The rest of the model, the checks that ask the device, is checked
@@ -29,7 +29,7 @@ RULES = {
         {},
     ),
     "PTX for a device": (
-        (7, 14),
+        (8, 14),
         "StringRef Target = object::getPTXTarget(Image);",
         {
             "getImageTriple()": "ImageTriple",

@@ -20,9 +20,9 @@
 // answer costs what the CUDA and AMDGPU plugins' first step costs, a read of
 // the image read as an ELF object file (ELF64LEObjectFile::create, its
 // machine and flags); the answer itself is the rank's, written into e_entry
-// when the container is made, so that every design chooses the same entry. The load is not timed.
-// Each design runs over a container whose only entry that runs on the device
-// is last (Last) and over one where it is first (First).
+// when the container is made, so that every design chooses the same entry. The
+// load is not timed. Each design runs over a container whose only entry that
+// runs on the device is last (Last) and over one where it is first (First).
 //
 //===----------------------------------------------------------------------===//
 
@@ -233,8 +233,7 @@ const OffloadBinary *rankThenAsk(const Device &D,
 }
 
 /// #186088's loop: asked in container order; the first accepted taken.
-const OffloadBinary *firstAccepted(const Device &D,
-                                   const OffloadDeviceTarget &,
+const OffloadBinary *firstAccepted(const Device &D, const OffloadDeviceTarget &,
                                    ArrayRef<OffloadFile> Files) {
   for (const OffloadFile &File : Files)
     if (accepts(D, File.getBinary()->getImage()))
