@@ -215,20 +215,24 @@ const OffloadBinary *askThenRank(const Device &D,
 }
 
 /// Series v10: every entry ranked from its metadata, then asked in rank
-/// order; the first accepted taken.
+/// order (the next is the first least of those left); the first accepted
+/// taken.
 const OffloadBinary *rankThenAsk(const Device &D,
                                  const OffloadDeviceTarget &Target,
                                  ArrayRef<OffloadFile> Files) {
-  SmallVector<std::pair<OffloadTargetRank, size_t>, 8> Order;
-  Order.reserve(Files.size());
+  SmallVector<std::pair<OffloadTargetRank, size_t>, 8> Untried;
+  Untried.reserve(Files.size());
   for (auto [Idx, File] : enumerate(Files))
-    Order.emplace_back(Files.size() > 1 ? Target.rank(*File.getBinary())
-                                        : OffloadTargetRank(),
-                       Idx);
-  stable_sort(Order, less_first());
-  for (auto [Rank, Idx] : Order)
+    Untried.emplace_back(Files.size() > 1 ? Target.rank(*File.getBinary())
+                                          : OffloadTargetRank(),
+                         Idx);
+  while (!Untried.empty()) {
+    auto Next = min_element(Untried, less_first());
+    size_t Idx = Next->second;
+    Untried.erase(Next);
     if (accepts(D, Files[Idx].getBinary()->getImage()))
       return Files[Idx].getBinary();
+  }
   return nullptr;
 }
 
