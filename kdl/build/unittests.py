@@ -55,6 +55,9 @@ class SeriesTest:
     components: tuple[str, ...]
     #: Tests that show the bug the series fixes: they fail without it.
     fail_without: tuple[str, ...] = ()
+    #: Tests of an API the series adds (:data:`NEW_API`): built and run only
+    #: with the series.
+    new_api: tuple[str, ...] = ()
 
 
 @dataclass
@@ -82,6 +85,9 @@ def build_and_run(
     where.mkdir(parents=True)
     source = where / f"{test.name}.cpp"
     source.write_text(test.text)
+    # Without the series, the cases of the API it adds cannot be built.
+    without = where / f"{test.name}-without-series.cpp"
+    without.write_text(series_cases(test.text, "", test.new_api))
     support_copy = Path(shutil.copy2(support, where / "TestingSupportError.cpp"))
     variants: dict[str, tuple[list[Path], list[Path]]] = {}
     if test.fail_without:
@@ -99,7 +105,8 @@ def build_and_run(
     for variant, (extra, include_dirs) in variants.items():
         stem = variant.replace("+", "-")
         objects = []
-        for src in (source, support_copy):
+        test_source = source if variant.endswith("+series") else without
+        for src in (test_source, support_copy):
             obj = where / f"{src.stem}-{stem}.o"
             tc.compile(src, obj, include_dirs)
             objects.append(obj)
@@ -209,11 +216,12 @@ def _cases(text: str) -> dict[str, str]:
 
 
 def series_cases(text: str, base: str, leave_out: tuple[str, ...] = ()) -> str:
-    """*text* with only the test cases the series adds or changes: main's
-    text of a test file is not packaged and the series' patches are made on
-    22.1.8's, whose other cases test 22.1.8's library (some fail against
-    main's for main's own reasons). The cases named in *leave_out*
-    ("Suite.Case") go too."""
+    """*text* without the test cases *base* has unchanged and without those
+    *leave_out* names ("Suite.Case"). With 22.1.8's text of the file as
+    *base*: only the cases the series adds or changes (main's text of a test
+    file is not packaged and the series' patches are made on 22.1.8's, whose
+    other cases test 22.1.8's library; some fail against main's for main's
+    own reasons)."""
     theirs = _cases(base)
     out = text
     for head, case in _cases(text).items():
@@ -331,10 +339,12 @@ def series_tests(
         cmake_lists = tree22.path / Path(path).parent / "CMakeLists.txt"
         components = tuple(link_components(cmake_lists))
         name = Path(path).stem
-        mains = series_cases(ours, base.get(path, ""), NEW_API.get(name, ()))
+        mains = series_cases(ours, base.get(path, ""))
         for key, text in (("main", mains), ("22.1.8", theirs)):
             fail_without = FAIL_WITHOUT[key].get(name, ())
-            tests[key].append(SeriesTest(name, text, components, fail_without))
+            tests[key].append(
+                SeriesTest(name, text, components, fail_without, NEW_API.get(name, ()))
+            )
     return tests
 
 
