@@ -142,6 +142,10 @@ def choose(
     *check_version* (apply, check): a given or carried series made for
     another major than the checkout's is refused."""
     llvm = llvm.expanduser()
+    if not llvm.exists():
+        raise UsageError(f"{llvm}: no such directory (an llvm-project checkout)")
+    if not llvm.is_dir():
+        raise UsageError(f"{llvm}: not a directory (an llvm-project checkout)")
     tarball = not_a_checkout(llvm)
     if tarball is not None:
         raise tarball

@@ -110,9 +110,21 @@ def cmd_check(args: argparse.Namespace) -> int:
                     print(f"    {path}: made against {made_against(recorded[path])}")
             print("    (the patches after it are checked without it)")
     ok = sum(r.applies for r in results)
+    does = what_apply_does(results)
+    if args.base is None:
+        # On a kdl branch the patches are checked against its base; apply
+        # skips those the branch carries already, so say so, as apply would.
+        doc = series_status(args.llvm, series)
+        on = sum(p["state"] == "applied" for p in doc["patches"])
+        if doc["kdl_branch"] and on:
+            left = len(results) - on
+            does = (
+                f"{on} of them are on {doc['branch']} already, so kdl apply would "
+                + (f"apply the other {left}" if left else "apply none")
+            )
     print(
         f"check: {ok} of {len(results)} patches apply on their own; "
-        f"{what_apply_does(results)}; the checkout was not changed"
+        f"{does}; the checkout was not changed"
     )
     return 0 if ok == len(results) else 1
 

@@ -48,6 +48,22 @@ def test_check_classifies_without_touching_anything(
     assert (llvm / ".git/index").read_bytes() == index
 
 
+def test_check_on_the_applied_branch_says_what_apply_says(
+    capsys: pytest.CaptureFixture[str], llvm: Path, series: SeriesDir
+) -> None:
+    """On the branch apply made, check still checks every patch against the
+    branch's base, and says that apply would apply none, as apply does."""
+    assert apply(capsys, llvm=llvm, series=series)[0] == 0
+    status, out, err = on_series(capsys, "check", llvm, series)
+    assert status == 0, out + err
+    assert out.splitlines()[-1] == (
+        f"check: 3 of 3 patches apply on their own; 3 of them are on {BRANCH} "
+        "already, so kdl apply would apply none; the checkout was not changed"
+    )
+    status, out, _ = apply(capsys, llvm=llvm, series=series)
+    assert status == 0 and "0 applied, 3 already applied" in out
+
+
 def test_check_and_apply_take_a_relative_series_path(
     capsys: pytest.CaptureFixture[str],
     llvm: Path,

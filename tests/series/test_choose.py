@@ -306,3 +306,16 @@ def test_a_branch_whose_tree_changed_major_is_refused_by_apply(
     assert snapshot(llvm) == before
     # status still reads the branch (it changes nothing).
     assert kdl(capsys, "status", "--llvm", str(llvm))[0] == 0
+
+
+def test_a_missing_checkout_is_named_before_its_version(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, patches: Path
+) -> None:
+    """The missing directory is the error, not a version that cannot be read
+    (whose advice, --series, would only lead to it)."""
+    status, out, err = kdl(capsys, "apply", "--llvm", str(tmp_path / "nope"))
+    assert (status, out) == (2, "")
+    assert (
+        err
+        == f"error: {tmp_path / 'nope'}: no such directory (an llvm-project checkout)\n"
+    )
