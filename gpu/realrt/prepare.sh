@@ -52,21 +52,20 @@ echo "loop: $LOOP" >>"$OUT/lib/COMMITS"
 #     KDL_REAL22_PREVIOUS names a commit of the tree with an earlier version
 #     of the backport applied (its head), on that version too ("previous"),
 #     each in a copy of the tree's sources under build/real-22/ and a build of
-#     its own. The loop's copy is a sparse worktree like loop-src; a series'
-#     copy is a clone sharing the tree's objects, on the kdl branch with the
-#     metadata kdl apply recorded, so that kdl build compiles the series' LLVM
-#     sources and headers into it as into build/real-22/series.
+#     its own. Each copy is a clone sharing the tree's objects, on the kdl
+#     branch with the metadata kdl apply recorded, so that kdl build compiles
+#     the LLVM sources and headers the patches up to that commit change into
+#     it, as into build/real-22/series.
 TIMER=gpu/realrt/selection_timer.py
 HEAD_REV=$(git -C "$TREE" rev-parse "$BRANCH")
 PREV_REV=${KDL_REAL22_PREVIOUS:+$(git -C "$TREE" rev-parse "$KDL_REAL22_PREVIOUS")}
-.venv/bin/python - "$TREE" "$LOOP" <<'PY'
-import sys
-from pathlib import Path
-from kdl.build.baseline import base_worktree
-base_worktree(Path(sys.argv[1]).resolve(), sys.argv[2], Path("build/real-22/loop-timer-src").resolve())
-PY
 series_copy() { # NAME REV: build/real-22/NAME-timer-src at REV, as the kdl branch
   local src=build/real-22/$1-timer-src
+  # (An earlier prepare.sh made the loop's copy a worktree of the tree.)
+  if [ -f "$src/.git" ]; then
+    git -C "$TREE" worktree remove --force "$ROOT/$src"
+    git -C "$TREE" worktree prune
+  fi
   [ -d "$src/.git" ] || git clone -q --shared --no-checkout "$TREE" "$src"
   git -C "$src" fetch -q "$ROOT/$TREE" "+refs/heads/$BRANCH:refs/remotes/tree/$BRANCH"
   git -C "$src" sparse-checkout set --cone offload openmp libc third-party cmake runtimes \
@@ -76,6 +75,11 @@ series_copy() { # NAME REV: build/real-22/NAME-timer-src at REV, as the kdl bran
   git -C "$TREE" config --local --get-regexp "^branch\.$BRANCH\.kdl" |
     while read -r key value; do git -C "$src" config --local --add "$key" "$value"; done
 }
+# The loop too is such a copy, at the loop's commit: its build compiles the
+# LLVM sources the patches before it change (0001's getNVPTXCPUName, which
+# 0003's check of each cubin calls; 0002's reader), as the series' builds
+# do, so that asking the plugin about an entry costs the same in every build.
+series_copy loop "$LOOP"
 series_copy series "$HEAD_REV"
 TIMED="loop series"
 if [ -n "$PREV_REV" ]; then

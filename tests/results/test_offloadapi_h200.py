@@ -17,6 +17,7 @@ from kdl import paths
 
 RUN = paths.ROOT / "results" / "gpu" / "offloadapi-h200"
 RUN_V9 = paths.ROOT / "results" / "gpu" / "offloadapi-h200-v9"
+RUN_V10 = paths.ROOT / "results" / "gpu" / "offloadapi-h100-v10"
 #: What v9 adds: main's compute unit kind (release-22.x 0015) and the loop's
 #: OffloadAPI tests (0016, main's 0008).
 V9_TESTS = {
@@ -117,3 +118,18 @@ def test_without_the_loop_the_tests_of_the_loop_fail() -> None:
     failed = {name for name, state in noloop.items() if state == "failed"}
     assert failed == NEED_THE_LOOP
     assert set(noloop) == set(cases("v9", RUN_V9))
+
+
+def test_v10_passes_every_test_v9_ran() -> None:
+    """v10's backport on an H100: the same 300 tests as v9's, all passed."""
+    v10 = cases("series", RUN_V10)
+    assert v10.keys() == cases("v9", RUN_V9).keys()
+    assert set(v10.values()) == {"passed"}
+    lines = (RUN_V10 / "offloadapi.log").read_text().splitlines()
+    assert lines[0].startswith("device: NVIDIA H100 80GB HBM3, ")
+    head = "build series: acae6f972 [Offload] Load the OffloadBinary entry"
+    assert any(line.startswith(head) for line in lines)
+    counts = sum(int(m[4]) for line in lines if (m := LINE.match(line)))
+    assert counts == 300
+    notes = (RUN_V10 / "NOTES.md").read_text()
+    assert "| with the backport v10 | 9 | 300 | 300 | 0 | 0 |" in notes
