@@ -49,6 +49,9 @@ DIR_V7 = RESULTS_GPU / "real-runtimes-v7"
 #: The run with series v8's backport: PTX images unloaded, one error when
 #: every candidate fails.
 DIR_V8 = RESULTS_GPU / "real-runtimes-v8"
+#: Series v10's first run, beside v9 ("previous") and the loop, on an H100;
+#: its loop's build lacks the fixes' LLVM code (NOTES.md there).
+DIR_V10_RUN1 = RESULTS_GPU / "real-runtimes-v10-run1"
 RUNTIMES = {
     "main": "LLVM main 7e3c57157096 (Debian snapshot)",
     "22-base": "22.1.8 as released",

@@ -217,3 +217,49 @@ def test_series_v8_on_the_gpu() -> None:
         for variant in ("loop", "series"):
             assert box["cold"][variant]["selection_ns"]["n"] >= 30
     assert sel["goal"]["4_entries_cold"]["verdict"] == "missed"
+
+
+def test_series_v10_beside_v9_and_the_loop() -> None:
+    """Series v10's first run (an H100): every image and container loads the
+    entry v9 loads; the whole of loadBinary's work before the load at 64
+    entries is at most half of v9's; the selection targets are recorded with
+    their verdicts, as the report gives them."""
+    where = realruntimes.DIR_V10_RUN1
+    for name, text in realruntimes.generate(where).items():
+        assert (where / name).read_text() == text, f"{name} edited"
+    doc = realruntimes.report(where)
+    assert doc["device"].startswith("NVIDIA H100 80GB HBM3")
+    assert doc["runtimes"]["22-previous"].startswith("22.1.8 + series v9 ")
+    assert doc["runtimes"]["22-series"].startswith("22.1.8 + series v10 ")
+    assert any(line.startswith("previous: 3eca9e650") for line in doc["harness"])
+    # The same choices as v9, PTX and the fallback among them.
+    for image, row in doc["choices"].items():
+        assert row["22-series"]["outcome"] == row["22-previous"]["outcome"], image
+    loaded = _loaded(doc)
+    _ptx_from_a_container(loaded)
+    _best_entry_where_the_loop_takes_the_first(loaded)
+    leaks = {(r["variant"], r["file"]): r for r in doc["leaks"]}
+    assert leaks[("series", "v1-ptx-bad90.bin")]["failed"] == 0
+    assert leaks[("series", "compute_80.ptx")]["rss_growth_kib"] < 1_000
+    sel = doc["selection"]
+    for box in sel["containers"].values():
+        for variant in ("loop", "previous", "series"):
+            assert box["cold"][variant]["selection_ns"]["n"] == 30
+            assert box["warm"][variant]["selection_ns"]["n"] == 3000
+    targets = sel["targets"]
+    assert {r["verdict"] for r in targets["total"]} == {"met"}
+    assert all(r["ratio"] < 0.4 for r in targets["total"])
+    verdicts = {
+        (r["container"], r["phase"]): r["verdict"] for r in targets["selection"]
+    }
+    assert verdicts == {
+        ("cost-4.bin", "warm"): "missed",
+        ("cost-4.bin", "cold"): "missed",
+        ("cost-64.bin", "warm"): "missed",
+        ("cost-64-last.bin", "warm"): "met",
+    }
+    # Beside the loop, the whole of it is less at 4 and 64 entries, warm.
+    whole = {(r["container"], r["phase"]): r for r in targets["total_vs_loop"]}
+    for name in ("cost-4.bin", "cost-64.bin", "cost-64-first.bin", "cost-64-last.bin"):
+        assert whole[(name, "warm")]["verdict"] == "met"
+    assert "built without the fixes' LLVM code" in (where / "NOTES.md").read_text()
