@@ -22,7 +22,8 @@ so the timer is placed at anchors they share, not by a patch:
   (``std::unique_ptr<MemoryBuffer> Buffer;``), whose first run after a
   start ends the selection; later loads (a fallback) do not move it.
 
-    python3 gpu/realrt/selection_timer.py offload/plugins-nextgen/common/src/PluginInterface.cpp
+    python3 gpu/realrt/selection_timer.py \
+        offload/plugins-nextgen/common/src/PluginInterface.cpp
 """
 
 from __future__ import annotations
