@@ -95,7 +95,7 @@ def test_results_name_their_files() -> None:
         "offloadapi-h200",  # test_offloadapi_h200.py
         "offloadapi-h200-v9",
         "real-runtimes-v8",
-        "real-runtimes-v10",  # test_real_runtimes.py
+        "real-runtimes-v10-run1",  # test_real_runtimes.py
         "offloadapi-h100-v10",  # test_offloadapi_h200.py
     }, gpu
 
