@@ -263,3 +263,29 @@ def test_series_v10_beside_v9_and_the_loop() -> None:
     for name in ("cost-4.bin", "cost-64.bin", "cost-64-first.bin", "cost-64-last.bin"):
         assert whole[(name, "warm")]["verdict"] == "met"
     assert "built without the fixes' LLVM code" in (where / "NOTES.md").read_text()
+
+
+def test_series_v10_beside_a_loop_built_alike() -> None:
+    """Series v10's second run, the loop built with the fixes' LLVM code: the
+    choices are v9's; the targets' verdicts are the report's."""
+    where = realruntimes.DIR_V10
+    for name, text in realruntimes.generate(where).items():
+        assert (where / name).read_text() == text, f"{name} edited"
+    doc = realruntimes.report(where)
+    assert doc["device"].startswith("NVIDIA H100 80GB HBM3")
+    for image, row in doc["choices"].items():
+        assert row["22-series"]["outcome"] == row["22-previous"]["outcome"], image
+    targets = doc["selection"]["targets"]
+    verdicts = {
+        (r["container"], r["phase"]): r["verdict"] for r in targets["selection"]
+    }
+    assert verdicts == {
+        ("cost-4.bin", "warm"): "met",
+        ("cost-4.bin", "cold"): "not resolved",
+        ("cost-64.bin", "warm"): "missed",
+        ("cost-64-last.bin", "warm"): "met",
+    }
+    assert {r["verdict"] for r in targets["total"]} == {"met"}
+    assert {r["verdict"] for r in targets["total_vs_loop"]} == {"met"}
+    notes = (where / "NOTES.md").read_text()
+    assert "**missed by\n    0.34 us**" in notes and "**met**, +0.12 us" in notes

@@ -96,6 +96,7 @@ def test_results_name_their_files() -> None:
         "offloadapi-h200-v9",
         "real-runtimes-v8",
         "real-runtimes-v10-run1",  # test_real_runtimes.py
+        "real-runtimes-v10",
         "offloadapi-h100-v10",  # test_offloadapi_h200.py
     }, gpu
 

@@ -157,7 +157,7 @@ def test_the_rfc_cites_the_upstream_work_it_builds_on(tmp_path: Path) -> None:
     assert ask < text.index("## The problem, on main") < text.index("## Evidence")
     assert "Main's plugin sources are not packaged" in text
     assert "AMD GPUs: the target-ID rule is tested against main's helpers only" in text
-    assert "That misses my goal" in text
+    assert "which misses my goal" in text
     # First person, one question first, what was not run said plainly.
     assert "I'd like the offload owners' answer to one question" in text
     assert text.index("## What I did not run") < text.index("## Questions")

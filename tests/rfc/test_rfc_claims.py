@@ -206,9 +206,7 @@ def _no_ask(text: str) -> str:
             _add("word " * 400), "words of prose; this post has 500-900", id="long"
         ),
         pytest.param(
-            lambda t: re.sub(
-                r"Both set\s+`CHECK_OPENMP_ENV` to \"[^\"]*\"", "", t
-            ),
+            lambda t: re.sub(r"Both set\s+`CHECK_OPENMP_ENV` to \"[^\"]*\"", "", t),
             "its figures ran with CHECK_OPENMP_ENV=OMP_TEAMS_THREAD_LIMIT=16",
             id="thread-limit-unsaid",
         ),
