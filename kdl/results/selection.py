@@ -268,6 +268,16 @@ def targets(containers: Json, selections: Pairs, totals: Pairs) -> Json:
 LABELS = {"loop": "loop", "previous": "earlier series", "series": "series"}
 
 
+def _row(name: str, box: Json, mode: str, build: str, cell: Json) -> str:
+    """One row of the selection's table: a container, a phase, a build."""
+    return (
+        f"| `{name}` {box['what']} | {box['entries']} | {mode} "
+        f"| {build} | {_ns(cell['selection_ns'])} "
+        f"| {_ns(cell['parse_ns'])} | {_ns(cell['total_ns'])} "
+        f"| {_ns(cell['create_us'])} | {cell['selection_ns']['n']} |"
+    )
+
+
 def _ns(s: Json) -> str:
     lo, hi = s["ci95_median"]
     scale, unit = (1000.0, "us") if s["unit"] == "ns" else (1.0, "us")
@@ -329,12 +339,7 @@ def render(
     for name, box in doc["containers"].items():
         for mode in ("cold", "warm"):
             for variant, cell in box.get(mode, {}).items():
-                lines.append(
-                    f"| `{name}` {box['what']} | {box['entries']} | {mode} "
-                    f"| {variant} | {_ns(cell['selection_ns'])} "
-                    f"| {_ns(cell['parse_ns'])} | {_ns(cell['total_ns'])} "
-                    f"| {_ns(cell['create_us'])} | {cell['selection_ns']['n']} |"
-                )
+                lines.append(_row(name, box, mode, variant, cell))
     g = doc["goal"]
     four = g.get("4_entries_cold")
     if four:
@@ -382,12 +387,7 @@ def _render_v10(doc: Json, labels: dict[str, str]) -> list[str]:
                 cell = box.get(mode, {}).get(variant)
                 if cell is None:
                     continue
-                lines.append(
-                    f"| `{name}` {box['what']} | {box['entries']} | {mode} "
-                    f"| {labels.get(variant, variant)} | {_ns(cell['selection_ns'])} "
-                    f"| {_ns(cell['parse_ns'])} | {_ns(cell['total_ns'])} "
-                    f"| {_ns(cell['create_us'])} | {cell['selection_ns']['n']} |"
-                )
+                lines.append(_row(name, box, mode, labels.get(variant, variant), cell))
     tg = doc["targets"]
     lines += [
         "",
