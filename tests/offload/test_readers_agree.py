@@ -70,6 +70,8 @@ def cxx_reads(tool: Path, path: Path, limits: Limits) -> tuple[Entries, str]:
         ],
         capture_output=True,
         text=True,
+        # The C++ reader names a hostile file's bytes as they are.
+        errors="backslashreplace",
         timeout=60,
         check=False,
     )
