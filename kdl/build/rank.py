@@ -143,9 +143,10 @@ def bench_ratios(tc: Toolchain, binary: Path) -> dict[str, Any]:
 
 
 #: The loop's designs in the benchmark (tools/rank/OffloadTargetRankBench.cpp):
-#: series v9 asked the plugin about every entry, then ranked; v10 ranks every
-#: entry from its metadata, then asks in rank order; #186088's loop asks in
-#: container order.
+#: series v9 asked the plugin about every entry, then ranked; v11 (the loop's
+#: code) ranks the entries from their metadata as the search for the next best
+#: reaches them, stopping at one nothing outranks, and asks in rank order;
+#: #186088's loop asks in container order.
 DESIGNS = {
     "ask_then_rank": "askThenRank",
     "rank_then_ask": "rankThenAsk",

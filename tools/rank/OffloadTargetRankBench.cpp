@@ -14,15 +14,17 @@
 //
 // The two designs of a runtime's loop, side by side with the loop they
 // replace: askThenRank asks the plugin about every entry and ranks those it
-// accepts (series v9); rankThenAsk ranks every entry from its metadata and
-// asks the plugin in rank order, stopping at the first it accepts (series
-// v10); firstAccepted asks in container order (#186088's loop). The plugin's
-// answer costs what the CUDA and AMDGPU plugins' first step costs, a read of
-// the image read as an ELF object file (ELF64LEObjectFile::create, its
-// machine and flags); the answer itself is the rank's, written into e_entry
-// when the container is made, so that every design chooses the same entry. The
-// load is not timed. Each design runs over a container whose only entry that
-// runs on the device is last (Last) and over one where it is first (First).
+// accepts (series v9); rankThenAsk ranks the entries from their metadata,
+// each when the search for the next best first reaches it, stopping at an
+// entry nothing outranks, and asks the plugin in rank order, stopping at the
+// first it accepts (series v11, the loop's code); firstAccepted asks in
+// container order (#186088's loop). The plugin's answer costs what the CUDA and
+// AMDGPU plugins' first step costs, a read of the image read as an ELF object
+// file (ELF64LEObjectFile::create, its machine and flags); the answer itself is
+// the rank's, written into e_entry when the container is made, so that every
+// design chooses the same entry. The load is not timed. Each design runs over a
+// container whose only entry that runs on the device is last (Last) and over
+// one where it is first (First).
 //
 //===----------------------------------------------------------------------===//
 
@@ -34,6 +36,7 @@
 
 #include <benchmark/benchmark.h>
 #include <cstring>
+#include <optional>
 
 using namespace llvm;
 using namespace llvm::object;
@@ -220,18 +223,27 @@ const OffloadBinary *askThenRank(const Device &D,
 const OffloadBinary *rankThenAsk(const Device &D,
                                  const OffloadDeviceTarget &Target,
                                  ArrayRef<OffloadFile> Files) {
-  SmallVector<std::pair<OffloadTargetRank, size_t>, 8> Untried;
-  Untried.reserve(Files.size());
-  for (auto [Idx, File] : enumerate(Files))
-    Untried.emplace_back(Files.size() > 1 ? Target.rank(*File.getBinary())
-                                          : OffloadTargetRank(),
-                         Idx);
-  while (!Untried.empty()) {
-    auto Next = min_element(Untried, less_first());
-    size_t Idx = Next->second;
-    Untried.erase(Next);
-    if (accepts(D, Files[Idx].getBinary()->getImage()))
-      return Files[Idx].getBinary();
+  SmallVector<std::optional<OffloadTargetRank>, 8> Ranks(Files.size());
+  SmallVector<bool, 8> Tried(Files.size());
+  auto FindNext = [&]() -> std::optional<size_t> {
+    std::optional<size_t> Next;
+    for (size_t Idx = 0; Idx < Files.size(); ++Idx) {
+      if (Tried[Idx])
+        continue;
+      if (!Ranks[Idx])
+        Ranks[Idx] = Files.size() > 1 ? Target.rank(*Files[Idx].getBinary())
+                                      : OffloadTargetRank();
+      if (!Next || *Ranks[Idx] < *Ranks[*Next])
+        Next = Idx;
+      if (Target.isBest(*Ranks[Idx]))
+        break;
+    }
+    return Next;
+  };
+  while (std::optional<size_t> Next = FindNext()) {
+    Tried[*Next] = true;
+    if (accepts(D, Files[*Next].getBinary()->getImage()))
+      return Files[*Next].getBinary();
   }
   return nullptr;
 }
