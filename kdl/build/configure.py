@@ -11,6 +11,7 @@ cache and configures again instead of failing forever in ninja.
 from __future__ import annotations
 
 import logging
+import shlex
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
@@ -42,11 +43,7 @@ def configure(
     if is_configured(build_dir, argv):
         return False
     if (build_dir / "CMakeCache.txt").is_file():
-        log.info(
-            "%s: configured by an unfinished cmake or another command line; "
-            "configuring again",
-            build_dir,
-        )
+        log.info("%s: %s; configuring again", build_dir, _why_again(build_dir, argv))
         if not proc.DRY_RUN:
             (build_dir / "CMakeCache.txt").unlink()
             shutil.rmtree(build_dir / "CMakeFiles", ignore_errors=True)
@@ -58,3 +55,15 @@ def configure(
     if not proc.DRY_RUN:
         (build_dir / STAMP).write_text(proc.quote(argv) + "\n")
     return True
+
+
+def _why_again(build_dir: Path, argv: Sequence[str]) -> str:
+    """Why a build directory with a CMake cache is configured again."""
+    stamp = build_dir / STAMP
+    if not stamp.is_file() or not (build_dir / "build.ninja").is_file():
+        return "the cmake that configured it did not finish"
+    before = shlex.split(stamp.read_text())
+    changed = [a for a in argv if a not in before] + [
+        f"no {a}" for a in before if a not in argv
+    ]
+    return "its cmake command line changed: " + (", ".join(changed[:3]) or "order")

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
+
+import pytest
 
 from kdl import proc
 from kdl.build.configure import STAMP, configure, is_configured
@@ -27,20 +30,30 @@ def test_configures_once(tmp_path: Path) -> None:
     proc.run(["ninja", "-C", str(build)])
 
 
-def test_a_cache_without_a_finished_configure_is_redone(tmp_path: Path) -> None:
+def test_a_cache_without_a_finished_configure_is_redone(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     _, build, argv = _project(tmp_path)
     configure(argv, build)
     # What a configure killed midway leaves: a cache, no build.ninja, no stamp.
     (build / "build.ninja").unlink()
     (build / STAMP).unlink()
     assert (build / "CMakeCache.txt").is_file() and not is_configured(build)
-    assert configure(argv, build) is True
+    with caplog.at_level(logging.INFO, logger="kdl"):
+        assert configure(argv, build) is True
+    assert "the cmake that configured it did not finish" in caplog.text
     proc.run(["ninja", "-C", str(build)])
     assert is_configured(build, argv)
 
 
-def test_another_command_line_configures_again(tmp_path: Path) -> None:
+def test_another_command_line_configures_again(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     _, build, argv = _project(tmp_path)
     configure(argv, build)
-    assert configure([*argv, "-DX=1"], build) is True
+    with caplog.at_level(logging.INFO, logger="kdl"):
+        assert configure([*argv, "-DX=1"], build) is True
+    # The message names what changed, and nothing unfinished.
+    assert "its cmake command line changed: -DX=1" in caplog.text
+    assert "did not finish" not in caplog.text
     assert "-DX=1" in (build / STAMP).read_text()
