@@ -190,15 +190,21 @@ def build_parser() -> argparse.ArgumentParser:
     p = add(
         "pr",
         "series.pr:cmd_pr",
-        "push the applied series as stacked GitHub pull requests (dry run by default)",
+        "post the applied series from your fork as pull requests into "
+        "llvm/llvm-project main, as its posting plan says (dry run by default)",
     )
-    _series_args(p)
+    _llvm_arg(p, required=False)
     p.add_argument(
-        "--login", metavar="LOGIN", help="GitHub login for users/LOGIN/ (asked)"
+        "--series", type=Path, metavar="FILE", help="patches/series [without --llvm]"
+    )
+    p.add_argument(
+        "--login", metavar="LOGIN", help="your GitHub login, the fork's owner (asked)"
     )
     p.add_argument("--topic", metavar="NAME", help="branch topic (the series name)")
     p.add_argument(
-        "--remote", default="origin", metavar="NAME", help="where to push [origin]"
+        "--remote",
+        metavar="NAME",
+        help="your fork's remote [the one remote that is not llvm/llvm-project]",
     )
     p.add_argument("--repo", default="llvm/llvm-project", metavar="OWNER/NAME")
     p.add_argument("--api", default="https://api.github.com", metavar="URL")

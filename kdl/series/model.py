@@ -24,13 +24,11 @@ else. Comments say why each base was chosen.
 checkout of LLVM N.x.y takes it: :mod:`kdl.series.choose`); a series
 without it (llvm-test-suite's) is never chosen by a checkout's version.
 
-``post:`` lines say how the patches are posted, in order (``kdl pr``; a
-series without them is posted as one stack of pull requests)::
-
-    post: fix 1-4                  each its own pull request, into main
-    post: rfc ranked-selection     the post rfc/out/ranked-selection.md
-    post: stack 5-8 on 186088      one stack, on the open pull request 186088
-    post: held 1-2 needs TEXT      not posted, and what it needs first
+``post:`` lines say how the patches are posted, in order (``kdl pr``;
+:mod:`kdl.series.poststeps` reads them): each pull request from the
+poster's fork into main, the RFC between, what is held and why; ``post:
+never TEXT`` marks a series that is never posted (a backport). A series
+without them is not posted either.
 """
 
 from __future__ import annotations
@@ -44,6 +42,8 @@ from pathlib import Path
 
 from kdl import paths
 from kdl.errors import FormatError
+from kdl.series import poststeps
+from kdl.series.poststeps import PostStep
 
 _COMMIT = re.compile(r"^[0-9a-f]{12,40}$")
 _DIFF_GIT = re.compile(rb"^diff --git a/(\S+) b/(\S+)$", re.MULTILINE)
@@ -190,72 +190,6 @@ class Layout:
     trailer: list[str] = field(default_factory=list)
 
 
-#: The kinds of ``post:`` step.
-POST_KINDS = ("fix", "rfc", "stack", "held")
-_POST = re.compile(
-    r"^(?P<kind>fix|stack|held)\s+(?P<first>\d+)(?:-(?P<last>\d+))?"
-    r"(?:\s+on\s+(?P<on>\d+))?(?:\s+needs\s+(?P<needs>\S.*))?$"
-    r"|^rfc\s+(?P<rfc>[a-z0-9][a-z0-9-]*)$"
-)
-
-
-@dataclass(frozen=True)
-class PostStep:
-    """One ``post:`` line: patches *first*..*last* (1-based), or an RFC."""
-
-    kind: str
-    first: int = 0
-    last: int = 0
-    #: The pull request a stack is stacked on (a number on GitHub).
-    on: int | None = None
-    #: A held step: what it needs before it can be posted.
-    needs: str = ""
-    #: An rfc step: the post's name (rfc/out/NAME.md).
-    rfc: str = ""
-
-    @property
-    def numbers(self) -> range:
-        return range(self.first, self.last + 1) if self.first else range(0)
-
-
-def _post_step(line: str, where: str, lineno: int) -> PostStep:
-    value = line.partition(":")[2].strip()
-    m = _POST.match(value)
-    if not m:
-        raise FormatError(
-            where,
-            f"line {lineno}: expected 'post: fix|stack|held N[-M] [on PR] "
-            "[needs TEXT]' or 'post: rfc NAME'",
-        )
-    if m["rfc"]:
-        return PostStep("rfc", rfc=m["rfc"])
-    first = int(m["first"])
-    last = int(m["last"] or first)
-    if first < 1 or last < first:
-        raise FormatError(where, f"line {lineno}: post: bad patch range {first}-{last}")
-    if m["kind"] == "held" and not m["needs"]:
-        raise FormatError(where, f"line {lineno}: post: held needs 'needs TEXT'")
-    on = int(m["on"]) if m["on"] else None
-    return PostStep(m["kind"], first, last, on, (m["needs"] or "").strip())
-
-
-def _check_posting(steps: list[PostStep], count: int, where: str) -> None:
-    """Each patch in exactly one step, every range within the series."""
-    seen: set[int] = set()
-    for step in steps:
-        for n in step.numbers:
-            if n > count:
-                raise FormatError(where, f"post: patch {n}: the series has {count}")
-            if n in seen:
-                raise FormatError(where, f"post: patch {n} is in two steps")
-            seen.add(n)
-    if steps and len(seen) != count:
-        left = sorted(set(range(1, count + 1)) - seen)
-        raise FormatError(
-            where, f"post: patch {left[0]} is in no step (each patch is in one)"
-        )
-
-
 @dataclass
 class Series:
     name: str
@@ -271,6 +205,12 @@ class Series:
     layout: Layout = field(default_factory=Layout)
     #: How the patches are posted (``post:`` lines), in order.
     posting: list[PostStep] = field(default_factory=list)
+
+    @property
+    def never_posted(self) -> str | None:
+        """Why the series is never posted (its ``post: never`` line), or None."""
+        never = [s.why for s in self.posting if s.kind == "never"]
+        return never[0] if never else None
 
     def base_of(self, path: str) -> str | None:
         """The upstream commit the first patch touching *path* was based on."""
@@ -332,7 +272,7 @@ def load(series_file: Path | None = None) -> Series:
             major = _llvm_major(line, where, lineno)
             continue
         if line.startswith("post:"):
-            posting.append(_post_step(line, where, lineno))
+            posting.append(poststeps.parse(line, where, lineno))
             continue
         entry = _patch_entry(raw)
         if entry is not None:
@@ -375,7 +315,10 @@ def load(series_file: Path | None = None) -> Series:
                 f"{patch.name}: files listed ({', '.join(listed) or 'none'}) "
                 f"differ from files in the diff ({', '.join(touched) or 'none'})",
             )
-    _check_posting(posting, len(patches), where)
+    poststeps.check(posting, len(patches), where)
+    for step in posting:
+        if step.file and not (series_file.parent / step.file).is_file():
+            raise FormatError(where, f"post: comment {step.on}: no file {step.file}")
     layout.trailer = pending
     return Series(name, patches, series_file, version, major, layout, posting)
 

@@ -1,4 +1,5 @@
-"""kdl pr: stacked pull requests, against a real git remote and a loopback API."""
+"""kdl pr: pull requests from a fork into main, against a real git remote (the
+fork) and a loopback API."""
 
 from __future__ import annotations
 
@@ -10,10 +11,13 @@ import pytest
 
 from kdl.series.pr import token_from
 from tests.llvm_tree import (
+    OFFLOAD_API,
+    Edit,
     SeriesDir,
     default_edits,
     git,
     kdl,
+    make_series,
 )
 from tests.rfc_support import Reply, isolate
 
@@ -41,18 +45,28 @@ def token(monkeypatch: pytest.MonkeyPatch) -> str:
     return TOKEN
 
 
+def with_plan(series: SeriesDir, post: str) -> None:
+    """*post* as the series' post: lines (instead of any it has)."""
+    lines = [ln for ln in series.series.read_text().splitlines(keepends=True)]
+    kept = "".join(ln for ln in lines if not ln.startswith("post:"))
+    series.series.write_text(kept.replace("\n0001-", f"\n{post}0001-", 1))
+
+
 @pytest.fixture
 def applied(
     capsys: pytest.CaptureFixture[str], llvm: Path, series: SeriesDir, tmp_path: Path
 ) -> tuple[Path, SeriesDir, Path]:
-    """The series applied on *llvm*, with an empty bare repository as origin."""
+    """The series applied on *llvm*, each patch a fix; llvm/llvm-project as
+    upstream and an empty bare repository as the fork."""
+    with_plan(series, "post: fix 1-3\n")
     assert (
         kdl(capsys, "apply", "--llvm", str(llvm), "--series", str(series.series))[0]
         == 0
     )
-    remote = tmp_path / "remote.git"
+    remote = tmp_path / "fork.git"
     git(tmp_path, "init", "-q", "--bare", str(remote))
-    git(llvm, "remote", "add", "origin", str(remote))
+    git(llvm, "remote", "add", "upstream", "https://github.com/llvm/llvm-project")
+    git(llvm, "remote", "add", "fork", str(remote))
     return llvm, series, remote
 
 
@@ -93,7 +107,11 @@ def new_prs(*numbers: int) -> list[Reply]:
 
 
 def branches(n: int) -> list[str]:
-    return [f"users/{LOGIN}/{TOPIC}-{i}" for i in range(1, n + 1)]
+    return [f"{TOPIC}-{i}" for i in range(1, n + 1)]
+
+
+def heads(n: int) -> list[str]:
+    return [f"{LOGIN}:{b}" for b in branches(n)]
 
 
 def test_dry_run_is_the_default_and_sends_nothing(
@@ -111,37 +129,61 @@ def test_dry_run_is_the_default_and_sends_nothing(
     assert TOKEN not in out + err
     assert "Authorization: Bearer <redacted>" in out
     assert out.count(f"POST {server.url}/repos/llvm/llvm-project/pulls") == 3
-    assert "would run: git push --porcelain --force-with-lease origin" in out
+    assert "would run: git push --porcelain --force-with-lease fork " in out
+    assert f"from {LOGIN}'s fork of llvm/llvm-project (remote 'fork')" in out
     assert not (series.dir / "prs.json").exists()
 
 
-def test_post_pushes_stacked_branches_and_creates_prs(
+def _change(repo: Path, old: str, new: str) -> list[str]:
+    """The diff from *old* to *new* without its blob ids and line numbers."""
+    diff = git(repo, "diff", old, new).splitlines()
+    return [ln for ln in diff if not ln.startswith(("index ", "@@"))]
+
+
+def _posts(server: Any) -> list[dict[str, Any]]:
+    return [r.json() for r in server.requests if r.method == "POST"]
+
+
+def test_post_pushes_each_fix_to_the_fork_and_opens_it_into_main(
     capsys: pytest.CaptureFixture[str],
     applied: tuple[Path, SeriesDir, Path],
     loopback: Any,
     token: str,
 ) -> None:
     llvm, series, remote = applied
+    with_plan(series, "post: fix 1-3, 3 after 1\n")
+    base = git(llvm, "rev-parse", "HEAD~3").strip()
+    commits = git(llvm, "rev-list", "--reverse", "HEAD~3..HEAD").split()
     server = loopback(*new_prs(101, 102, 103))
     status, out, err = pr(capsys, llvm, series, "--api", server.url, "--post")
     assert status == 0, err
-    # The branches point at the applied commits, in order.
-    commits = git(llvm, "rev-list", "--reverse", "HEAD~3..HEAD").split()
-    for name, sha in zip(branches(3), commits, strict=True):
-        assert git(remote, "rev-parse", f"refs/heads/{name}").strip() == sha
-    posts = [r for r in server.requests if r.method == "POST"]
-    assert [p.json()["head"] for p in posts] == branches(3)
-    assert [p.json()["base"] for p in posts] == ["main", *branches(2)]
+    # Each branch holds its own commit on the base, after what it carries:
+    # 1 is the series' own commit; 2 is made again on the base, without 1;
+    # 3 carries 1 (the same commit, made again alike), then its own.
+    first, second, third = branches(3)
+    tips = {b: git(remote, "rev-parse", f"refs/heads/{b}").strip() for b in branches(3)}
+    assert tips[first] == commits[0]
+    assert git(remote, "rev-parse", f"{tips[second]}^").strip() == base
+    assert _change(remote, base, tips[second]) == _change(llvm, commits[0], commits[1])
+    assert git(remote, "rev-parse", f"{tips[third]}^").strip() == commits[0]
+    assert _change(remote, commits[0], tips[third]) == _change(
+        llvm, commits[1], commits[2]
+    )
+    posts = _posts(server)
+    assert [p["head"] for p in posts] == heads(3)
+    assert [p["base"] for p in posts] == ["main"] * 3
     edits = default_edits()
-    assert [p.json()["title"] for p in posts] == [e.subject for e in edits]
-    assert edits[1].body in posts[1].json()["body"]
-    assert posts[0].json()["body"].strip() == edits[0].body
-    assert posts[1].json()["body"].endswith("Depends on #101\n")
-    assert posts[2].json()["body"].endswith("Depends on #102\n")
+    assert [p["title"] for p in posts] == [e.subject for e in edits]
+    assert posts[0]["body"].strip() == edits[0].body
+    assert posts[1]["body"].strip() == edits[1].body
+    assert posts[2]["body"].startswith(edits[2].body + "\n\nDepends on #101\n\n")
+    assert posts[2]["body"].endswith(
+        "The first commit here is from what it depends on, until that lands; "
+        "this pull request's own change is the last commit.\n"
+    )
     gets = [r for r in server.requests if r.method == "GET"]
     assert gets[0].path == (
-        f"/repos/llvm/llvm-project/pulls?head=llvm%3Ausers%2F{LOGIN}%2F{TOPIC}-1"
-        "&state=open"
+        f"/repos/llvm/llvm-project/pulls?head={LOGIN}%3A{TOPIC}-1&state=open"
     )
     assert all(r.headers["Authorization"] == f"Bearer {TOKEN}" for r in server.requests)
     assert TOKEN not in out + err
@@ -149,7 +191,8 @@ def test_post_pushes_stacked_branches_and_creates_prs(
     assert [(p["branch"], p["number"]) for p in record["prs"]] == list(
         zip(branches(3), [101, 102, 103], strict=True)
     )
-    assert "created #103" in out
+    assert f"created #103 {LOGIN}:{third}" in out
+    assert "pushed 3 branch(es) to fork" in out
 
 
 def test_a_second_run_updates_the_recorded_prs(
@@ -170,8 +213,14 @@ def test_a_second_run_updates_the_recorded_prs(
         ("PATCH", f"/repos/llvm/llvm-project/pulls/{n}") for n in (101, 102, 103)
     ]
     assert second.requests[2].json()["title"] == "[Offload] A better subject"
-    head = git(llvm, "rev-parse", "HEAD").strip()
-    assert git(remote, "rev-parse", f"refs/heads/{branches(3)[2]}").strip() == head
+    third = f"refs/heads/{branches(3)[2]}"
+    assert git(remote, "log", "-1", "--format=%s", third).strip() == (
+        "[Offload] A better subject"
+    )
+    assert (
+        git(remote, "rev-parse", f"{third}^").strip()
+        == git(llvm, "rev-parse", "HEAD~3").strip()
+    )
     assert out.count("updated #") == 3
 
 
@@ -182,6 +231,7 @@ def test_an_open_pr_found_by_branch_is_updated_not_duplicated(
     token: str,
 ) -> None:
     llvm, series, _ = applied
+    with_plan(series, "post: fix 1-3, 2 after 1\n")
     server = loopback(Reply(200, [{"number": 77}]), created(77), *new_prs(78, 79))
     assert pr(capsys, llvm, series, "--api", server.url, "--post")[0] == 0
     assert [r.method for r in server.requests] == [
@@ -192,7 +242,7 @@ def test_an_open_pr_found_by_branch_is_updated_not_duplicated(
         "GET",
         "POST",
     ]
-    assert server.requests[3].json()["body"].endswith("Depends on #77\n")
+    assert "Depends on #77\n" in server.requests[3].json()["body"]
 
 
 def test_validation_error_is_one_line_and_keeps_what_was_made(
@@ -214,8 +264,7 @@ def test_validation_error_is_one_line_and_keeps_what_was_made(
                     {
                         "resource": "PullRequest",
                         "code": "custom",
-                        "message": "No commits between users/jdev/ranked-1 and "
-                        "users/jdev/ranked-2",
+                        "message": "No commits between main and jdev:ranked-2",
                     }
                 ],
             },
@@ -289,6 +338,8 @@ def test_global_dry_run_wins_over_post(
 def test_unapplied_series_is_a_clear_error(
     capsys: pytest.CaptureFixture[str], llvm: Path, series: SeriesDir, token: str
 ) -> None:
+    with_plan(series, "post: fix 1-3\n")
+    git(llvm, "remote", "add", "fork", "git@github.com:jdev/llvm-project.git")
     # The dry run prints the plan and says the requests need the series.
     status, out, err = pr(capsys, llvm, series)
     assert status == 0, err
@@ -300,11 +351,80 @@ def test_unapplied_series_is_a_clear_error(
     assert "apply the series first" in err and "Traceback" not in err
 
 
-def _with_plan(series: SeriesDir) -> None:
-    """Patch 1 a fix, then the RFC, then patches 2-3 stacked on #186088."""
-    plan = "post: fix 1\npost: rfc ranked-selection\npost: stack 2-3 on 186088\n"
-    text = series.series.read_text()
-    series.series.write_text(text.replace("\n0001-", f"\n{plan}0001-", 1))
+def test_without_a_fork_remote_nothing_is_pushed(
+    capsys: pytest.CaptureFixture[str],
+    applied: tuple[Path, SeriesDir, Path],
+    loopback: Any,
+    token: str,
+) -> None:
+    llvm, series, remote = applied
+    git(llvm, "remote", "remove", "fork")
+    status, out, err = pr(capsys, llvm, series)
+    assert status == 0, err
+    assert "# posting plan of " in out and "would run" not in out
+    assert out.splitlines()[-1].startswith(
+        f"# the requests: {llvm}: no remote is a fork of llvm/llvm-project"
+    )
+    server = loopback()
+    for extra in ((), ("--remote", "upstream")):
+        argv = ("--api", server.url, "--post", *extra)
+        status, out, err = pr(capsys, llvm, series, *argv)
+        assert status == 2 and "posting plan" not in out
+        (line,) = err.splitlines()
+        assert f"git remote add fork git@github.com:{LOGIN}/llvm-project.git" in line
+    assert "--remote upstream is llvm/llvm-project itself" in line
+    assert server.requests == [] and git(remote, "for-each-ref") == ""
+
+
+def test_a_patch_that_needs_an_earlier_one_says_which_line_to_change(
+    capsys: pytest.CaptureFixture[str],
+    llvm: Path,
+    tmp_path: Path,
+    loopback: Any,
+    token: str,
+) -> None:
+    """A fix whose change is made on an earlier one's cannot be its own
+    branch: the plan stops at its line; 'after' makes its branch carry it."""
+    edits = [
+        Edit(
+            "[Offload] Add a line",
+            "One.",
+            {OFFLOAD_API: lambda t: (t or "") + "// one\n"},
+        ),
+        Edit(
+            "[Offload] Change that line",
+            "Two.",
+            {OFFLOAD_API: lambda t: (t or "").replace("// one\n", "// two\n")},
+        ),
+    ]
+    series = make_series(llvm, tmp_path / "patches", edits)
+    with_plan(series, "post: fix 1-2\n")
+    argv = ["--llvm", str(llvm), "--series", str(series.series)]
+    assert kdl(capsys, "apply", *argv)[0] == 0
+    git(llvm, "remote", "add", "fork", str(tmp_path))
+    base = git(llvm, "rev-parse", "HEAD~2").strip()
+    status, out, err = pr(capsys, llvm, series)
+    assert status == 1 and "would run" not in out
+    assert err == (
+        f"error: {series.series}: 0002 does not apply on {base[:12]} with only the "
+        "patches its pull request carries before it (none): add '2 after N' to "
+        "its post: line\n"
+    )
+    with_plan(series, "post: fix 1-2, 2 after 1\n")
+    status, out, err = pr(capsys, llvm, series)
+    assert status == 0, err
+    assert f"[{LOGIN}:{TOPIC}-2 -> main; carries 0001 first, until that lands]" in out
+
+
+def _with_rfc_plan(series: SeriesDir) -> None:
+    """Patch 1 a fix, then the RFC, then patches 2-3 as one pull request and
+    a comment on #186088 that names it."""
+    (series.dir / "comment.md").write_text("The rank is in {{pr 2}}.\n")
+    with_plan(
+        series,
+        "post: fix 1\npost: rfc ranked-selection\npost: pr 2-3\n"
+        "post: comment 186088 comment.md\n",
+    )
 
 
 def test_post_goes_as_the_plan_says_the_rfc_between(
@@ -314,60 +434,97 @@ def test_post_goes_as_the_plan_says_the_rfc_between(
     token: str,
 ) -> None:
     llvm, series, remote = applied
-    _with_plan(series)
-    first, second, third = branches(3)
+    _with_rfc_plan(series)
+    first = branches(1)[0]
+    both = f"{TOPIC}-2-3"
     # Before the RFC: the fix only.
     server = loopback(*new_prs(101))
     status, out, err = pr(capsys, llvm, series, "--api", server.url, "--post")
     assert status == 0, err
-    (post,) = [r.json() for r in server.requests if r.method == "POST"]
-    assert (post["head"], post["base"]) == (first, "main")
+    (post,) = _posts(server)
+    assert (post["head"], post["base"]) == (f"{LOGIN}:{first}", "main")
     assert "Depends on" not in post["body"]
     assert git(remote, "for-each-ref", "--format=%(refname)").split() == [
         f"refs/heads/{first}"
     ]
     assert "next: the RFC ('kdl rfc post --which ranked-selection --post')" in out
-    # After it: the stack, on #186088, its first into main.
-    server = loopback(*new_prs(102, 103))
+    # After it: patches 2-3 as one pull request into main, on the base alone;
+    # then the comment, which names it.
+    comment = Reply(201, {"id": 5, "html_url": "https://github.com/c/5"})
+    server = loopback(*new_prs(102), comment)
     argv = ("--api", server.url, "--post", "--after-rfc")
     status, out, err = pr(capsys, llvm, series, *argv)
     assert status == 0, err
-    posts = [r.json() for r in server.requests if r.method == "POST"]
-    assert [(p["head"], p["base"]) for p in posts] == [
-        (second, "main"),
-        (third, second),
-    ]
-    assert posts[0]["body"].endswith("Depends on #186088\n")
-    assert posts[1]["body"].endswith("Depends on #102\n")
+    post, note = _posts(server)
+    edits = default_edits()
+    assert (post["head"], post["base"]) == (f"{LOGIN}:{both}", "main")
+    assert post["title"] == edits[2].subject
+    assert post["body"].startswith("This pull request has 2 commits")
+    assert f"## {edits[1].subject}\n\n{edits[1].body}" in post["body"]
+    assert "Depends on" not in post["body"]
+    log = git(remote, "log", "--format=%s", f"refs/heads/{both}").splitlines()
+    assert log[:2] == [edits[2].subject, edits[1].subject]
+    assert edits[0].subject not in log
+    assert server.requests[-1].path == "/repos/llvm/llvm-project/issues/186088/comments"
+    assert note == {"body": "The rank is in #102.\n"}
     record = json.loads((series.dir / "prs.json").read_text())
     assert [(p["branch"], p["number"]) for p in record["prs"]] == [
         (first, 101),
-        (second, 102),
-        (third, 103),
+        (both, 102),
     ]
+    assert record["comments"] == [{"on": 186088, "url": "https://github.com/c/5"}]
+    # Again: the pull request is updated, the comment not made twice.
+    server = loopback(created(102))
+    argv = ("--api", server.url, "--post", "--after-rfc")
+    status, out, err = pr(capsys, llvm, series, *argv)
+    assert status == 0, err
+    assert [r.method for r in server.requests] == ["PATCH"]
+    assert "# comment on #186088: made before (https://github.com/c/5)" in out
 
 
-def test_fixes_go_into_main_and_the_stack_onto_its_pr(
+def test_a_comment_names_a_pr_that_is_posted(
     capsys: pytest.CaptureFixture[str],
     applied: tuple[Path, SeriesDir, Path],
     loopback: Any,
     token: str,
 ) -> None:
     llvm, series, _ = applied
-    _with_plan(series)
+    _with_rfc_plan(series)
+    status, out, err = pr(capsys, llvm, series)
+    assert status == 0, err
+    assert '{"body": "The rank is in #<the pull request of 0002>.\\n"}' in out
+    # Posting after the RFC with no number for the pull request the comment
+    # names: the pull request is made first, in the same run.
+    server = loopback(*new_prs(102), Reply(201, {"id": 6}))
+    argv = ("--api", server.url, "--post", "--after-rfc")
+    assert pr(capsys, llvm, series, *argv)[0] == 0
+    assert _posts(server)[1] == {"body": "The rank is in #102.\n"}
+
+
+def test_a_stack_from_a_fork_is_prs_into_main_each_carrying_the_one_before(
+    capsys: pytest.CaptureFixture[str],
+    applied: tuple[Path, SeriesDir, Path],
+    loopback: Any,
+    token: str,
+) -> None:
+    llvm, series, _ = applied
+    with_plan(series, "post: stack 1-3\n")
     server = loopback()
     status, out, err = pr(capsys, llvm, series, "--api", server.url)
     assert status == 0, err
     bodies = [json.loads(ln) for ln in out.splitlines() if ln.startswith("{")]
     first, second, third = branches(3)
-    assert [b["base"] for b in bodies] == ["main", "main", second]
-    assert [b["head"] for b in bodies] == [first, second, third]
+    assert [b["base"] for b in bodies] == ["main"] * 3
+    assert [b["head"] for b in bodies] == heads(3)
     assert "Depends on" not in bodies[0]["body"]
-    assert bodies[1]["body"].endswith("Depends on #186088\n")
-    assert bodies[2]["body"].endswith(f"Depends on the pull request of {second}\n")
-    assert " 1. fix, its own PR: 0001: " in out
-    assert " 2. the RFC, on Discourse: -: [RFC]" in out
-    assert " 4. stacked PR 2/2 on #186088: 0003: " in out
+    assert f"Depends on the pull request of {first}\n" in bodies[1]["body"]
+    assert f"Depends on the pull request of {second}\n" in bodies[2]["body"]
+    assert "The first 2 commits here are from what it depends on" in bodies[2]["body"]
+    assert (
+        f" 3. PR 3/3 of a stack, each after the one before: 0003: "
+        f"{default_edits()[2].subject} [{LOGIN}:{third} -> main; carries 0001, "
+        "0002 first, until they land]"
+    ) in out
     assert server.requests == []
 
 
