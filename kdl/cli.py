@@ -212,8 +212,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--after-rfc",
         action="store_true",
-        help="with --post: the pull requests the plan posts after the RFC "
-        "(without it, those before it)",
+        help="with --post: what the plan posts after the RFC "
+        "(without it, what comes before it)",
     )
 
     # --- The real trees --------------------------------------------------------
