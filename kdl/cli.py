@@ -103,7 +103,8 @@ def build_parser() -> argparse.ArgumentParser:
         "offload.inspect:cmd_inspect",
         "list every OffloadBinary image in FILE",
     )
-    p.add_argument("file", type=Path, metavar="FILE")
+    # str, not Path: Path("") would be ".", and an empty path names no file.
+    p.add_argument("file", metavar="FILE")
     p.add_argument("--json", action="store_true", help="print one JSON document")
     _limit_args(p)
 
@@ -112,7 +113,7 @@ def build_parser() -> argparse.ArgumentParser:
         "offload.select:cmd_select",
         "rank the images of FILE for a device with the series' C++ library",
     )
-    p.add_argument("file", type=Path, metavar="FILE")
+    p.add_argument("file", metavar="FILE")
     p.add_argument(
         "--device",
         required=True,

@@ -40,11 +40,14 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import mmap
+import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NoReturn
 
-from kdl.errors import FormatError, WorkspaceError
+from kdl.errors import FormatError, UsageError, WorkspaceError
 from kdl.offload import elf
 from kdl.offload.inflate import inflate, is_compressed_v3
 from kdl.offload.layout import (
@@ -63,9 +66,11 @@ from kdl.offload.layout import (
     STRING_V1,
     STRING_V2,
     SUPPORTED_VERSIONS,
+    Data,
     Image,
+    Raw,
+    Strings,
     align,
-    decode,
     image_kind_name,
     make_image,
     offload_kind_names,
@@ -147,29 +152,77 @@ def read_file(path: str | Path, limits: Limits | None = None) -> list[Image]:
 
 
 def scan_file(path: str | Path, limits: Limits | None = None) -> Scan:
-    """Read *path* once and scan it. The magic is checked before the rest is
-    read, so a device such as /dev/zero or a large file of something else is
-    turned away after four bytes."""
+    """Scan the file at *path* (:func:`map_file`)."""
+    return scan(map_file(path), str(path), limits)
+
+
+#: What :func:`map_file` calls a file that is not a regular one.
+_FILE_KINDS = {
+    stat.S_IFDIR: "a directory",
+    stat.S_IFIFO: "a FIFO",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFSOCK: "a socket",
+}
+
+
+def open_regular(path: str | Path) -> int:
+    """A descriptor of the regular file at *path*, open for reading.
+
+    Anything else is refused in one line: a FIFO (opened without waiting for
+    a writer, which may never come), a directory, a device; an empty path is
+    not taken for the current directory."""
+    name = os.fspath(path)
+    if not name:
+        raise UsageError("'': an empty path names no file")
     try:
-        with Path(path).open("rb") as f:
-            head = f.read(4)
-            if head not in (MAGIC, elf.MAGIC):
-                raise FormatError(
-                    str(path), f"not an OffloadBinary or ELF file ({_what(head)})", 0
-                )
-            data = head + f.read()
+        fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise WorkspaceError(f"{name}: cannot read: {exc.strerror or exc}") from exc
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        kind = _FILE_KINDS.get(stat.S_IFMT(mode), "not a file")
+        raise WorkspaceError(f"{name}: not a regular file ({kind})")
+    return fd
+
+
+def map_file(path: str | Path) -> bytes | mmap.mmap:
+    """The bytes of the regular file at *path*, mapped, not read: a reader
+    reads only the pages it looks at, so the magic and the header are checked
+    before anything else is read, and a large file costs only what its
+    structures point at (as LLVM's MemoryBuffer maps a file)."""
+    fd = open_regular(path)
+    try:
+        head = os.pread(fd, 4, 0)
+        if head not in (MAGIC, elf.MAGIC):
+            raise FormatError(
+                os.fspath(path), f"not an OffloadBinary or ELF file ({_what(head)})", 0
+            )
+        size = os.fstat(fd).st_size
+        if size <= len(head):  # a file of 4 bytes, or one that gives no size
+            return head
+        try:
+            return mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+        except (OSError, ValueError):  # a file system that cannot map it
+            with os.fdopen(os.dup(fd), "rb") as f:
+                return f.read()
     except OSError as exc:
         raise WorkspaceError(f"{path}: cannot read: {exc.strerror or exc}") from exc
-    return scan(data, str(path), limits)
+    finally:
+        os.close(fd)
 
 
-def parse(data: bytes, path: str, limits: Limits | None = None) -> list[Image]:
+def parse(data: Data, path: str, limits: Limits | None = None) -> list[Image]:
     """The images in *data*, numbered as ``extractOffloadBinaries`` would."""
     return scan(data, path, limits).images
 
 
-def scan(data: bytes, path: str, limits: Limits | None = None) -> Scan:
-    data = bytes(data)
+def scan(data: Data, path: str, limits: Limits | None = None) -> Scan:
+    """What *data* holds. The string maps of the images are views of *data*
+    (or of the inflated binaries), not copies."""
+    if not isinstance(data, bytes | bytearray | mmap.mmap):
+        data = bytes(data)
     limits = limits or Limits()
     if data[:4] == MAGIC:
         result = Scan(path, "offload-binary", limits=limits)
@@ -194,7 +247,7 @@ def scan(data: bytes, path: str, limits: Limits | None = None) -> Scan:
     raise FormatError(path, f"not an OffloadBinary or ELF file ({_what(data)})", 0)
 
 
-def _what(data: bytes) -> str:
+def _what(data: Data) -> str:
     if len(data) < 4:
         return f"{len(data)} bytes"
     if data[:4] in (b"BC\xc0\xde", b"\xde\xc0\x17\x0b"):
@@ -204,9 +257,7 @@ def _what(data: bytes) -> str:
     return f"magic {data[:4].hex(' ')}, expected {MAGIC.hex(' ')}"
 
 
-def _walk(
-    data: bytes, path: str, out: Scan, where: tuple[int, int, str | None]
-) -> None:
+def _walk(data: Data, path: str, out: Scan, where: tuple[int, int, str | None]) -> None:
     """Parse the run of binaries in data[start:end], as LLVM 22 walks it."""
     offset, end, section = where
     limits = out.limits
@@ -304,8 +355,9 @@ class _Reader:
     :meth:`images`. Offsets inside the binary are relative to *base*; the
     offsets in errors are absolute."""
 
-    def __init__(self, data: bytes | bytearray, path: str, base: int, end: int) -> None:
+    def __init__(self, data: Data, path: str, base: int, end: int) -> None:
         self.data, self.path, self.base = data, path, base
+        self.view = memoryview(data)
         self.regions = _Regions()
         left = end - base
         if left < HEADER.size:
@@ -399,8 +451,8 @@ class _Reader:
             start = self.base + img_off
             found.append(
                 Image(
-                    image=bytes(memoryview(self.data)[start : start + img_size]),
-                    strings=[self.string(str_off, j) for j in range(nstr)],
+                    image=bytes(self.view[start : start + img_size]),
+                    strings=Strings(self.string(str_off, j) for j in range(nstr)),
                     image_kind_id=kind,
                     offload_kind=offload,
                     flags=flags,
@@ -449,7 +501,7 @@ class _Reader:
             img_off, img_size, f"the image of entry {i}", at + ENT_IMAGE_OFFSET
         )
 
-    def string(self, str_off: int, j: int) -> tuple[str, str]:
+    def string(self, str_off: int, j: int) -> tuple[Raw, Raw]:
         at = str_off + self.string_entry.size * j
         fields = self.string_entry.unpack_from(self.data, self.base + at)
         key, value = self._string(fields, at)
@@ -463,9 +515,9 @@ class _Reader:
                 "aliased strings",
                 at,
             )
-        return decode(key), decode(value)
+        return key, value
 
-    def _string(self, fields: tuple[int, ...], at: int) -> tuple[bytes, bytes]:
+    def _string(self, fields: tuple[int, ...], at: int) -> tuple[Raw, Raw]:
         key = self.cstring(fields[0], at, "key")
         if self.version == 1:
             return key, self.cstring(fields[1], at + 8, "value")
@@ -478,9 +530,9 @@ class _Reader:
             )
         self.not_structure(value_off, value_size, at + 8, "value")
         start = self.base + value_off
-        return key, bytes(self.data[start : start + value_size])
+        return key, self.view[start : start + value_size]
 
-    def cstring(self, offset: int, field_at: int, what: str) -> bytes:
+    def cstring(self, offset: int, field_at: int, what: str) -> Raw:
         if offset >= self.size:
             self.fail(f"{what} offset {offset} is past the end of the binary", field_at)
         start = self.base + offset
@@ -488,7 +540,7 @@ class _Reader:
         if nul < 0:
             self.fail(f"unterminated {what} string", offset)
         self.not_structure(offset, nul + 1 - start, field_at, what)
-        return bytes(self.data[start:nul])
+        return self.view[start:nul]
 
     def not_structure(self, offset: int, length: int, field_at: int, what: str) -> None:
         hit = self.regions.find(offset, offset + length) if length else None

@@ -17,6 +17,7 @@ import struct
 from dataclasses import dataclass
 
 from kdl.errors import FormatError
+from kdl.offload.layout import Data
 
 MAGIC = b"\x7fELF"
 SHT_LLVM_OFFLOADING = 0x6FFF4C0B
@@ -63,7 +64,7 @@ def _layout(elf_class: int, order: str) -> _Layout:
 class _Headers:
     """Section headers of a file whose table is known to fit in it."""
 
-    def __init__(self, data: bytes, lay: _Layout, shoff: int) -> None:
+    def __init__(self, data: Data, lay: _Layout, shoff: int) -> None:
         self.data, self.lay, self.shoff = data, lay, shoff
         self.names: tuple[int, int] | None = None
 
@@ -93,7 +94,7 @@ class _Headers:
         return self.data[offset + name_off : nul].decode("utf-8", "replace")
 
 
-def offloading_sections(data: bytes, path: str) -> list[Section]:
+def offloading_sections(data: Data, path: str) -> list[Section]:
     """The offloading sections of the ELF file *data*, in section order."""
     if len(data) < 16:
         raise FormatError(path, f"truncated ELF identification: {len(data)} bytes", 0)

@@ -293,11 +293,40 @@ def small() -> dict[str, bytes]:
     return found
 
 
+def one_value(size: int, fill: bytes, version: int = 2) -> bytes:
+    """A binary of one image whose one string-map value is *size* bytes of
+    *fill*: version 1 (the key is that long instead: a version 1 value cannot
+    hold a NUL, nor can a key), 2, or 3 compressed with zstd. Version 3 adds
+    an image of bytes that do not compress, 1/900 of *size*, so that the
+    binary inflates less than the readers' ratio of 1024 times its stream."""
+    text = fill * (size // len(fill))
+    if version == 1:
+        return write_v1([make_image(_image(), [(text, "v")], kind="o")])
+    if version == 2:
+        return write_v2([make_image(_image(), [("k", text)], kind="o")])
+    return write_v3([make_image(_noise(size // 900), [("k", text)], kind="o")])
+
+
+def reports() -> dict[str, bytes]:
+    """Inputs whose report is large (the attack of 2026-12-07): a 64 KB
+    binary that inflates to one value of 60 MiB of control characters, or of
+    bytes that are not UTF-8 (within the 64 MiB budget), and plain ones of
+    15.7 MB (within the 16 MB of the goal) with a value or a key of 15 MiB."""
+    return {
+        "value-60m-ctrl-v3zstd": one_value(60 << 20, b"\x01", 3),
+        "value-60m-not-utf8-v3zstd": one_value(60 << 20, b"\x80", 3),
+        "value-15m-ctrl-v2": one_value(15 << 20, b"\x01", 2),
+        "value-15m-not-utf8-v2": one_value(15 << 20, b"\x80", 2),
+        "key-15m-ctrl-v1": one_value(15 << 20, b"\x01", 1),
+    }
+
+
 def large() -> dict[str, bytes]:
     """The bombs and large runs of the report: 1 GiB from 1 MB (zlib, zstd),
     four of them, 5000 binaries of 1 MiB, a 64-section ELF over a 1 GiB bomb,
     60 binaries of 1 MiB (within the budget: read), 100,000 tiny binaries,
-    480,000 strings (refused) and 60,000 long ones (read), each about 15 MB."""
+    480,000 strings (refused) and 60,000 long ones (read), each about 15 MB;
+    and :func:`reports`."""
     bomb_zlib = v3_compressed(1 << 30, "zlib")
     bomb_zstd = v3_compressed(1 << 30, "zstd")
     one_mib = v3_compressed(1 << 20, "zstd")
@@ -311,6 +340,7 @@ def large() -> dict[str, bytes]:
         "concat-v1-x100k": b"".join([good_v1(0, 8)] * 100_000),
         "strings-480k": _many_strings(480_000, 4),
         "strings-60k-of-120-bytes": _many_strings(60_000, 120),
+        **reports(),
     }
 
 
@@ -332,4 +362,13 @@ def write(directory: os.PathLike[str] | str, files: dict[str, bytes]) -> list[st
     return paths
 
 
-__all__: list[str] = ["corpus", "elf", "good_v1", "good_v2", "v3_compressed", "write"]
+__all__: list[str] = [
+    "corpus",
+    "elf",
+    "good_v1",
+    "good_v2",
+    "one_value",
+    "reports",
+    "v3_compressed",
+    "write",
+]

@@ -16,7 +16,7 @@ import zlib
 from typing import NoReturn
 
 from kdl.errors import FormatError
-from kdl.offload.layout import HEADER_V3, MAGIC
+from kdl.offload.layout import HEADER_V3, MAGIC, Data
 
 #: Where compressed streams start: zstd's frame magic; a zlib stream is told
 #: by its 2-byte header (CMF/FLG) instead.
@@ -27,7 +27,7 @@ MAX_INFLATE_RATIO = 1024
 MAX_INFLATED = 1 << 30
 
 
-def is_compressed_v3(data: bytes, offset: int, end: int) -> bool:
+def is_compressed_v3(data: Data, offset: int, end: int) -> bool:
     """Whether a compressed version 3 binary starts at *offset*."""
     if end - offset < HEADER_V3.size or data[offset : offset + 4] != MAGIC:
         return False
@@ -36,7 +36,7 @@ def is_compressed_v3(data: bytes, offset: int, end: int) -> bool:
 
 
 def inflate(
-    data: bytes, path: str, offset: int, end: int, budget: tuple[int, int]
+    data: Data, path: str, offset: int, end: int, budget: tuple[int, int]
 ) -> tuple[bytearray, str, int]:
     """(the inflated binary, its compression, its Size on disk).
 

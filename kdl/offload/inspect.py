@@ -12,19 +12,29 @@ image's size, offset and sha256.
 Strings are shown as stored, except that bytes that are not UTF-8 appear as
 ``\\xNN`` (text and JSON) and control characters as escapes (text; JSON
 escapes them itself).
+
+The report is written as it is made, a string a piece at a time
+(:data:`CHUNK` bytes): a value of 60 MiB costs what its pieces cost, not six
+times its size in one string, so the report stays within the readers' memory
+goal (:mod:`kdl.results.readers`) on any input they accept.
 """
 
 from __future__ import annotations
 
 import argparse
+import codecs
 import json
 import sys
 from collections.abc import Iterator
-from typing import Any
+from json.encoder import encode_basestring_ascii
+from typing import Any, TextIO
 
 from kdl.errors import UsageError
 from kdl.offload.binary import Binary, Limits, Scan, scan_file
-from kdl.offload.layout import Image, encode
+from kdl.offload.layout import Image, Raw, encode
+
+#: The bytes of a string the report decodes and escapes at a time.
+CHUNK = 1 << 16
 
 
 def limits_of(args: argparse.Namespace) -> Limits:
@@ -45,30 +55,104 @@ def limits_of(args: argparse.Namespace) -> Limits:
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
-    found = scan_file(args.file, limits_of(args))
-    if args.json:
-        # Streamed: the text of a large document is never held whole.
-        json.dump(to_json(found), sys.stdout, indent=2)
-        print()
-    else:
-        sys.stdout.writelines(text_lines(found))
+    write_report(scan_file(args.file, limits_of(args)), sys.stdout, as_json=args.json)
     return 0
 
 
-def as_text(text: str) -> str:
+def as_text(text: str | Raw) -> str:
     """*text* with bytes that are not UTF-8 written as ``\\xNN``."""
-    return encode(text).decode("utf-8", "backslashreplace")
+    return "".join(_decoded(encode(text) if isinstance(text, str) else text))
 
 
-def show(text: str) -> str:
+def show(text: str | Raw) -> str:
     """*text* made safe for one line of output."""
-    shown = as_text(text)
-    if shown.isprintable():
-        return shown
-    return "".join(
-        c if c.isprintable() else c.encode("unicode_escape").decode("ascii")
-        for c in shown
-    )
+    return "".join(shown(encode(text) if isinstance(text, str) else text))
+
+
+#: A byte that is not UTF-8, as ``surrogateescape`` decodes it, and as the
+#: report shows it.
+_NOT_UTF8 = {0xDC00 + b: f"\\x{b:02x}" for b in range(0x80, 0x100)}
+
+
+def _escape(c: str) -> str:
+    """A character that is not printable as its escape (``\\x01``, ``\\n``,
+    ``\\u200b``); a byte that is not UTF-8 as ``\\xNN``."""
+    return _NOT_UTF8.get(ord(c)) or c.encode("unicode_escape").decode("ascii")
+
+
+def _pieces(raw: Raw, chunk: int) -> Iterator[str]:
+    """*raw* decoded with ``surrogateescape``, *chunk* bytes at a time (a
+    character split between two pieces is decoded whole in the second)."""
+    view = memoryview(raw)
+    if len(view) <= chunk:
+        yield str(view, "utf-8", "surrogateescape")
+        return
+    decoder = codecs.getincrementaldecoder("utf-8")("surrogateescape")
+    for at in range(0, len(view), chunk):
+        yield decoder.decode(view[at : at + chunk])
+    yield decoder.decode(b"", final=True)
+
+
+def _decoded(raw: Raw, chunk: int = CHUNK) -> Iterator[str]:
+    """*raw* as :func:`as_text` gives it, in pieces."""
+    for piece in _pieces(raw, chunk):
+        yield piece if piece.isascii() else piece.translate(_NOT_UTF8)
+
+
+def shown(raw: Raw, chunk: int = CHUNK) -> Iterator[str]:
+    """*raw* made safe for one line of output, in pieces: as :func:`as_text`,
+    and every character that is not printable as its escape. (A table per
+    piece: ``str.translate`` costs the same for any mix of characters.)"""
+    for piece in _pieces(raw, chunk):
+        if piece.isprintable():
+            yield piece
+        else:
+            table = {ord(c): _escape(c) for c in set(piece) if not c.isprintable()}
+            yield piece.translate(table)
+
+
+class Text:
+    """A string of the JSON report: the bytes the binary stores, written out
+    a piece at a time by :func:`json_chunks`."""
+
+    __slots__ = ("raw",)
+
+    def __init__(self, raw: str | Raw) -> None:
+        self.raw = encode(raw) if isinstance(raw, str) else raw
+
+    def __str__(self) -> str:
+        return as_text(self.raw)
+
+
+def json_chunks(value: object, level: int = 0, chunk: int = CHUNK) -> Iterator[str]:
+    """*value* as ``json.dump(value, indent=2)`` writes it, a piece at a
+    time; a :class:`Text` as its :func:`as_text`, a chunk at a time."""
+    if isinstance(value, Text):
+        yield '"'
+        for piece in _decoded(value.raw, chunk):
+            yield encode_basestring_ascii(piece)[1:-1]
+        yield '"'
+    elif isinstance(value, dict | list) and value:
+        inner = "\n" + "  " * (level + 1)
+        items = value.items() if isinstance(value, dict) else enumerate(value)
+        yield "{" if isinstance(value, dict) else "["
+        for n, (key, item) in enumerate(items):
+            yield "," + inner if n else inner
+            if isinstance(value, dict):
+                yield json.dumps(key) + ": "
+            yield from json_chunks(item, level + 1, chunk)
+        yield "\n" + "  " * level + ("}" if isinstance(value, dict) else "]")
+    else:
+        yield json.dumps(value)
+
+
+def write_report(found: Scan, out: TextIO, *, as_json: bool = False) -> None:
+    """The report of *found* on *out*, text or JSON, written as it is made."""
+    if as_json:
+        out.writelines(json_chunks(to_json(found)))
+        out.write("\n")
+    else:
+        out.writelines(text_lines(found))
 
 
 def _where(binary: Binary) -> str:
@@ -126,8 +210,12 @@ def text_lines(found: Scan) -> Iterator[str]:
             f"  strings:       {len(img.strings)}",
         ]
         yield "".join(line + "\n" for line in lines)
-        for k, v in img.strings:
-            yield f"    {show(k)}={show(v)}\n"
+        for k, v in img.strings.raw():
+            yield "    "
+            yield from shown(k)
+            yield "="
+            yield from shown(v)
+            yield "\n"
 
 
 def _image_json(img: Image) -> dict[str, Any]:
@@ -142,7 +230,7 @@ def _image_json(img: Image) -> dict[str, Any]:
         "offload_kind": img.offload_kind_names,
         "offload_kind_mask": img.offload_kind,
         "flags": img.flags,
-        "strings": [[as_text(k), as_text(v)] for k, v in img.strings],
+        "strings": [[Text(k), Text(v)] for k, v in img.strings.raw()],
         "offset": img.image_offset,
         "size": len(img.image),
         "sha256": img.sha256,
@@ -150,6 +238,7 @@ def _image_json(img: Image) -> dict[str, Any]:
 
 
 def to_json(found: Scan) -> dict[str, Any]:
+    """The JSON report as a document; its strings are :class:`Text`."""
     return {
         "file": found.path,
         "format": found.kind,

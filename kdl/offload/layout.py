@@ -42,9 +42,11 @@ field read backwards as the hint.
 from __future__ import annotations
 
 import hashlib
+import mmap
 import struct
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import overload
 
 MAGIC = b"\x10\xff\x10\xad"
 ALIGNMENT = 8
@@ -132,9 +134,15 @@ def offload_kind_value(names: str | int | Iterable[str]) -> int:
     return mask
 
 
-def decode(raw: bytes) -> str:
+#: The bytes of a key or a value: a reader keeps a view of what it read.
+Raw = bytes | bytearray | memoryview
+#: What the readers read: bytes in memory, or a file mapped (mmap).
+Data = bytes | bytearray | mmap.mmap
+
+
+def decode(raw: Raw) -> str:
     """Keys and values are bytes; keep them lossless as ``str``."""
-    return raw.decode("utf-8", "surrogateescape")
+    return str(raw, "utf-8", "surrogateescape")
 
 
 def encode(text: str) -> bytes:
@@ -143,6 +151,68 @@ def encode(text: str) -> bytes:
 
 def align(value: int, to: int = ALIGNMENT) -> int:
     return (value + to - 1) // to * to
+
+
+class Strings(Sequence[tuple[str, str]]):
+    """The string map of an image: (key, value) pairs in stored order.
+
+    The pairs are kept as the bytes the binary stores (the reader's views of
+    what it read: nothing is copied) and decoded (:func:`decode`) when they
+    are asked for, so a value of many MB costs nothing until it is used, and
+    the report can write it a piece at a time (:meth:`raw`). Compares equal
+    to any sequence of the same ``(key, value)`` pairs.
+    """
+
+    __slots__ = ("_raw",)
+
+    def __init__(self, pairs: Iterable[tuple[str | Raw, str | Raw]] = ()) -> None:
+        self._raw = [(_as_raw(k), _as_raw(v)) for k, v in pairs]
+
+    def raw(self) -> list[tuple[Raw, Raw]]:
+        """The pairs as the binary stores them."""
+        return self._raw
+
+    def get(self, key: str) -> str:
+        """The value LLVM's ``getString(key)`` returns: the last one stored
+        under *key*, or ``""``; only that value is decoded."""
+        want = encode(key)
+        found = [v for k, v in self._raw if k == want]
+        return decode(found[-1]) if found else ""
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
+    @overload
+    def __getitem__(self, i: int) -> tuple[str, str]: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[tuple[str, str]]: ...
+    def __getitem__(self, i: int | slice) -> tuple[str, str] | list[tuple[str, str]]:
+        if isinstance(i, slice):
+            return [(decode(k), decode(v)) for k, v in self._raw[i]]
+        k, v = self._raw[i]
+        return decode(k), decode(v)
+
+    def __iter__(self) -> Iterator[tuple[str, str]]:
+        for k, v in self._raw:
+            yield decode(k), decode(v)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Strings):
+            return self._raw == other._raw
+        if isinstance(other, Sequence) and not isinstance(other, str | bytes):
+            return list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Strings({list(self)!r})"
+
+
+def _as_raw(text: str | Raw) -> Raw:
+    if isinstance(text, str):
+        return encode(text)
+    return bytes(text) if isinstance(text, bytearray) else text
 
 
 @dataclass(frozen=True)
@@ -156,7 +226,7 @@ class Image:
     """
 
     image: bytes
-    strings: list[tuple[str, str]] = field(default_factory=list)
+    strings: Strings = field(default_factory=Strings)
     image_kind_id: int = 0
     offload_kind: int = 0
     flags: int = 0
@@ -183,11 +253,7 @@ class Image:
         """The value LLVM's ``getString(key)`` returns: the last one stored
         under *key* (its MapVector keeps the first position, the last value),
         or ``""`` when the key is missing."""
-        value = ""
-        for k, v in self.strings:
-            if k == key:
-                value = v
-        return value
+        return self.strings.get(key)
 
     @property
     def triple(self) -> str:
@@ -200,7 +266,7 @@ class Image:
 
 def make_image(
     image: bytes,
-    strings: Iterable[tuple[str, str]] = (),
+    strings: Iterable[tuple[str | Raw, str | Raw]] = (),
     *,
     kind: str | int = "none",
     offload_kind: str | int | Iterable[str] = 0,
@@ -211,7 +277,7 @@ def make_image(
     offload_kind="cuda")``."""
     return Image(
         image=bytes(image),
-        strings=list(strings),
+        strings=Strings(strings),
         image_kind_id=image_kind_value(kind),
         offload_kind=offload_kind_value(offload_kind),
         flags=flags,

@@ -10,25 +10,30 @@ backport's texts with the LLVM sources it changes, linked ahead of LLVM
 1 to 3, every offset bounded). This module builds the driver if needed and
 runs it on the user's file; its output, escaping and exit status are the
 driver's: 0 an image was selected, 1 no image is compatible, 2 bad arguments
-or an unreadable file. Standard input (``-``) is read here once and handed
-to the driver on its standard input.
+or an unreadable file. FILE is checked here first, as ``kdl inspect`` checks
+it: what is not a regular file (a FIFO, whose open would wait for a writer,
+a directory, a device) or an empty path is refused in one line, exit 2,
+before the driver is built or run. Standard input (``-``) is read here once
+and handed to the driver on its standard input.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
 from kdl import proc
-from kdl.offload.binary import Limits
+from kdl.errors import UsageError, WorkspaceError
+from kdl.offload.binary import Limits, open_regular
 from kdl.offload.inspect import limits_of
 
 
 def select_argv(
     tool: Path,
     device: str,
-    file: Path,
+    file: str | Path,
     tag: str | None = None,
     json: bool = False,
     *,
@@ -50,9 +55,22 @@ def select_argv(
     return argv
 
 
+def check_input(file: str) -> None:
+    """Refuse a FILE the driver must not open (exit 2, the driver's status
+    for an unreadable file): :func:`~kdl.offload.binary.open_regular`."""
+    if file == "-":
+        return
+    try:
+        os.close(open_regular(file))
+    except WorkspaceError as exc:
+        raise UsageError(str(exc)) from None
+
+
 def cmd_select(args: argparse.Namespace) -> int:
     from kdl.build.overlay import build_overlay
 
+    limits = limits_of(args)
+    check_input(args.file)
     overlay = build_overlay(args.build_dir, report=False, targets=["kdl-select"])
     argv = select_argv(
         overlay.select_tool,
@@ -60,7 +78,7 @@ def cmd_select(args: argparse.Namespace) -> int:
         args.file,
         args.tag,
         args.json,
-        limits=limits_of(args),
+        limits=limits,
     )
     stdin = sys.stdin.buffer.read() if str(args.file) == "-" else None
     result = proc.run(argv, check=False, input=stdin)

@@ -30,7 +30,7 @@ from kdl.offload.layout import (
     STRING_V2,
     Image,
     align,
-    encode,
+    decode,
 )
 
 
@@ -67,10 +67,10 @@ class StringTable:
 
 def _encoded(img: Image, version: int, number: int) -> list[tuple[bytes, bytes]]:
     pairs = []
-    for key, value in img.strings:
-        k, v = encode(key), encode(value)
+    for key, value in img.strings.raw():
+        k, v = bytes(key), bytes(value)
         if b"\0" in k or (version == 1 and b"\0" in v):
-            what = "key" if b"\0" in k else f"value of key {key!r}"
+            what = "key" if b"\0" in k else f"value of key {decode(k)!r}"
             raise WorkspaceError(
                 f"cannot write image {number} as OffloadBinary version {version}: "
                 f"its {what} contains a NUL byte"

@@ -18,7 +18,10 @@ from hypothesis import strategies as st
 
 from kdl import cli
 from kdl.errors import FormatError
-from kdl.offload.binary import make_image, parse, scan, write_v2, write_v3
+from kdl.offload import inspect as inspect_mod
+from kdl.offload.binary import make_image, parse, scan, scan_file, write_v2, write_v3
+from kdl.offload.layout import decode
+from kdl.proc import measure
 from tests.offload_helpers import (
     BAD,
     DATA,
@@ -33,7 +36,9 @@ from tests.offload_helpers import (
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+def run_cli(
+    *args: str, timeout: float | None = None
+) -> subprocess.CompletedProcess[str]:
     """``python -m kdl ...`` in a fresh interpreter, as a user runs it."""
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     return subprocess.run(
@@ -43,6 +48,7 @@ def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
         capture_output=True,
         text=True,
         check=False,
+        timeout=timeout,
     )
 
 
@@ -159,6 +165,127 @@ def test_cli_missing_file(tmp_path: Path) -> None:
     proc = run_cli("inspect", str(path))
     assert proc.returncode == 1
     assert proc.stderr == f"error: {path}: cannot read: No such file or directory\n"
+
+
+def test_what_is_not_a_regular_file_is_refused_at_once(tmp_path: Path) -> None:
+    """A FIFO with no writer (open() would wait for one forever), a
+    directory, a device: one line each, at once; and an empty path is named
+    as such, not as the current directory."""
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    for path, what in (
+        (fifo, "a FIFO"),
+        (tmp_path, "a directory"),
+        (Path("/dev/zero"), "a character device"),
+    ):
+        proc = run_cli("inspect", str(path), timeout=20)
+        assert (proc.returncode, proc.stdout) == (1, ""), path
+        assert proc.stderr == f"error: {path}: not a regular file ({what})\n"
+    proc = run_cli("inspect", "", timeout=20)
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert proc.stderr == "error: '': an empty path names no file\n"
+
+
+def test_a_large_file_is_not_read_before_its_header_is_checked(
+    tmp_path: Path,
+) -> None:
+    """The attack's 4c: a sparse file of the magic and then zeros (3 GiB
+    there) was read whole, twice, before its version was looked at."""
+    path = tmp_path / "sparse.bin"
+    with path.open("wb") as f:
+        f.write(b"\x10\xff\x10\xad")
+        f.truncate(256 << 20)
+    tracemalloc.start()
+    started = time.monotonic()
+    with pytest.raises(FormatError, match=r"unsupported version 0 at offset 4$"):
+        scan_file(path)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert peak < 1 << 20
+    assert time.monotonic() - started < 2.0
+
+
+# --- The report of large strings ------------------------------------------------
+
+
+def whole_as_text(raw: bytes) -> str:
+    """The report's text of *raw*, made whole (the oracle of the pieces)."""
+    return raw.decode("utf-8", "backslashreplace")
+
+
+def whole_show(raw: bytes) -> str:
+    text = whole_as_text(raw)
+    return "".join(
+        c if c.isprintable() else c.encode("unicode_escape").decode("ascii")
+        for c in text
+    )
+
+
+ODD_TEXT = st.text(
+    st.sampled_from(["a", "\x01", "\n", "\\", "\xe9", "\u200b", "\u4e2d", "\U0001f600"])
+).map(str.encode)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(raw=st.binary(max_size=40) | ODD_TEXT, chunk=st.integers(1, 9))
+def test_strings_written_in_pieces_read_as_written_whole(
+    raw: bytes, chunk: int
+) -> None:
+    """A character, or a byte that is not UTF-8, split between two pieces
+    comes out as the whole string gives it, in text and in JSON."""
+    assert "".join(inspect_mod.shown(raw, chunk)) == whole_show(raw)
+    assert "".join(inspect_mod.json_chunks(inspect_mod.Text(raw), chunk=chunk)) == (
+        json.dumps(whole_as_text(raw))
+    )
+
+
+def test_the_json_report_is_what_json_dump_writes() -> None:
+    found = scan((DATA / "packed.v2.bin").read_bytes(), "FILE")
+    doc = inspect_mod.to_json(found)
+
+    def plain(value: object) -> object:
+        if isinstance(value, dict):
+            return {k: plain(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [plain(v) for v in value]
+        return str(value) if isinstance(value, inspect_mod.Text) else value
+
+    assert "".join(inspect_mod.json_chunks(doc)) == json.dumps(plain(doc), indent=2)
+
+
+def one_value(value: bytes, version: int = 2) -> bytes:
+    """A binary of one image whose one value is *value*."""
+    img = make_image(b"\x7fELF", [("k", decode(value))], kind="o")
+    return write_v2([img]) if version == 2 else write_v3([img], "zstd")
+
+
+LARGE = 8 << 20
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+@pytest.mark.parametrize(
+    "fill",
+    [b"\x01", b"\x80", b"\xf0\x9f\x98\x80\x01"],
+    ids=["ctrl", "not-utf8", "astral"],
+)
+def test_the_report_of_a_large_string_is_streamed(
+    tmp_path: Path, fmt: str, fill: bytes
+) -> None:
+    """The attack's 4a and 4b: a value of control characters or of bytes
+    that are not UTF-8 was escaped a character at a time into one list (text),
+    or into one string of six characters a byte (JSON): 4.83 GB for 60 MiB.
+    Streamed, the report of an 8 MiB value costs about the value once more."""
+    small, large = tmp_path / "small.bin", tmp_path / "large.bin"
+    small.write_bytes(one_value(fill))
+    large.write_bytes(one_value(fill * (LARGE // len(fill))))
+    argv = [sys.executable, "-m", "kdl", "inspect"] + (
+        ["--json"] if fmt == "json" else []
+    )
+    env = {"PYTHONPATH": str(ROOT)}
+    base = measure([*argv, small], env=env)
+    got = measure([*argv, large], env=env)
+    assert (base.returncode, got.returncode) == (0, 0), got.stderr
+    assert got.peak_rss_mb - base.peak_rss_mb < 2 * LARGE / 1e6 + 8
 
 
 # --- Property: mutated real binaries ----------------------------------------------

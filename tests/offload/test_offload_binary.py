@@ -521,8 +521,15 @@ def test_aliased_strings_are_rejected_in_linear_time() -> None:
 
 
 def test_magic_is_checked_before_the_rest_is_read(tmp_path: Path) -> None:
+    big = tmp_path / "big.txt"
+    with big.open("wb") as f:
+        f.write(b"text")
+        f.truncate(1 << 30)
     with pytest.raises(FormatError, match="not an OffloadBinary or ELF file"):
-        scan_file("/dev/zero")  # would never end if read whole
+        scan_file(big)  # a GiB, if it were read whole
+    # A device is not read at all (/dev/zero would never end).
+    with pytest.raises(WorkspaceError, match="not a regular file"):
+        scan_file("/dev/zero")
 
 
 def test_overlapping_offloading_sections_are_rejected(tmp_path: Path) -> None:

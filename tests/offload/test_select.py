@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
@@ -487,27 +488,43 @@ def test_a_hostile_version3_header_is_one_line_and_exit_2(
     assert err.count("\n") == 1
 
 
-@overlay_test
-def test_input_is_read_once_from_a_fifo_or_stdin(
-    cuda_file: Path,
+def test_what_is_not_a_regular_file_is_refused_before_the_driver_runs(
     tmp_path: Path,
+) -> None:
+    """The attack's 5e: a FIFO with no writer made the driver wait forever
+    in open(). A FIFO, a directory, a device and an empty path are refused
+    in one line, exit 2, before anything is built or run."""
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    env = dict(os.environ, PYTHONPATH=str(paths.ROOT))
+    for file, message in (
+        (str(fifo), f"{fifo}: not a regular file (a FIFO)"),
+        (str(tmp_path), f"{tmp_path}: not a regular file (a directory)"),
+        ("/dev/null", "/dev/null: not a regular file (a character device)"),
+        ("", "'': an empty path names no file"),
+    ):
+        run = subprocess.run(
+            [sys.executable, "-m", "kdl", "select", SM86, "--", file],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+        assert (run.returncode, run.stdout) == (2, ""), file
+        assert run.stderr == f"error: {message}\n"
+
+
+@overlay_test
+def test_input_is_read_once_from_stdin(
+    cuda_file: Path,
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """A FIFO is read once (a second read would hang), and ``-`` is stdin."""
+    """``-`` is standard input, read once and handed to the driver."""
     import io
-    import threading
 
     status, want, _ = run(capsys, "select", SM86, str(cuda_file))
-    fifo = tmp_path / "pipe"
-    os.mkfifo(fifo)
-    writer = threading.Thread(target=lambda: fifo.write_bytes(cuda_file.read_bytes()))
-    writer.start()
-    try:
-        status, out, _ = run(capsys, "select", SM86, str(fifo))
-    finally:
-        writer.join(timeout=10)
-    assert (status, out) == (0, want)
     monkeypatch.setattr(
         "sys.stdin", io.TextIOWrapper(io.BytesIO(cuda_file.read_bytes()))
     )
