@@ -13,11 +13,12 @@ import logging
 import os
 import re
 import shlex
+import signal
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,6 +35,27 @@ def quote(argv: Sequence[str | os.PathLike[str]]) -> str:
     return shlex.join(str(a) for a in argv)
 
 
+#: prctl(2) option: the signal a process gets when its parent ends.
+_PR_SET_PDEATHSIG = 1
+
+
+def _dies_with_this_process() -> Callable[[], None]:
+    """What a child runs before exec so that it is killed (SIGKILL) when
+    this process ends, however it ends (``kill -9`` included): PR_SET_PDEATHSIG
+    on Linux, which exec keeps."""
+    import ctypes
+
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+    parent = os.getpid()
+
+    def in_child() -> None:
+        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() != parent:  # it ended before the line above
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    return in_child
+
+
 def run(
     argv: Sequence[str | os.PathLike[str]],
     *,
@@ -44,12 +66,15 @@ def run(
     input: bytes | None = None,
     timeout: float | None = None,
     mutating: bool = False,
+    bound: bool = False,
 ) -> subprocess.CompletedProcess[bytes]:
     """Run *argv* and return the completed process.
 
     With ``capture`` (the default) stdout and stderr are collected as bytes;
     without it they go to the terminal (ninja's progress, lit's output).
-    ``mutating`` commands are only printed under ``--dry-run``.
+    ``mutating`` commands are only printed under ``--dry-run``. A ``bound``
+    command cannot outlive this process: killed with it (Linux), it stops
+    writing where a later run is about to remove what it writes.
     """
     args = [str(a) for a in argv]
     where = f" (in {cwd})" if cwd else ""
@@ -71,6 +96,7 @@ def run(
             stderr=subprocess.PIPE if capture else None,
             timeout=timeout,
             check=False,
+            preexec_fn=_dies_with_this_process() if bound else None,
         )
     except FileNotFoundError as exc:
         raise WorkspaceError(f"{args[0]}: command not found") from exc

@@ -6,8 +6,12 @@ with its record: a ``.partial`` directory left by a run that was killed (or
 ran out of disk), or a tree without a record, is removed and made again,
 never used. File systems a
 maker mounted inside a root (debootstrap mounts ``/proc``) are unmounted
-before anything is removed, and a process that still works in it (a ``tar``
-or ``debootstrap`` whose kdl was killed alone) is named instead of fought.
+before anything is removed. The unpacker (:func:`unpack`) cannot outlive the
+kdl that started it (it is killed with it); one that did all the same (left
+by an older kdl) carries kdl's mark and is stopped before its tree is
+removed. Any other process still at work in a tree to be removed (its current
+directory, its root or an open file or directory there) is named in one line
+and nothing is removed.
 
 One run makes or checks a tree at a time (:func:`locked`, a lock beside the
 tree): a second run waits for the first, saying which process holds it, and
@@ -21,7 +25,9 @@ import json
 import logging
 import os
 import shutil
+import signal
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -34,6 +40,11 @@ from kdl.errors import UsageError, WorkspaceError
 log = logging.getLogger("kdl")
 
 PINS_FILE = paths.ROOT / "trees.json"
+#: The environment variable that marks kdl's unpacker, and its children,
+#: with the tree they write: a later run stops one that outlived its kdl.
+UNPACKING = "KDL_UNPACKING"
+#: How long a stopped unpacker has to end (SIGTERM, then SIGKILL).
+STOP_SECONDS = 5.0
 TREES_DIR = paths.ROOT / ".work" / "trees"
 DOWNLOADS = paths.ROOT / ".work" / "downloads"
 
@@ -175,9 +186,14 @@ def locked(name: str) -> Iterator[None]:
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
+def _under(where: str, top: str) -> bool:
+    return where == top or where.startswith(top + "/")
+
+
 def users(path: Path) -> list[tuple[int, str]]:
-    """(pid, command) of the processes whose current directory or root is
-    *path* or below it: a ``tar -C`` or a chroot still at work there."""
+    """(pid, command) of the processes at work in *path* or below it: their
+    current directory or root is there, or a file or directory they hold
+    open (GNU ``tar -C`` keeps its own directory and writes through one)."""
     top = str(path.resolve())
     found = []
     for entry in os.listdir("/proc"):
@@ -188,10 +204,64 @@ def users(path: Path) -> list[tuple[int, str]]:
             argv = Path(f"/proc/{entry}/cmdline").read_bytes().rstrip(b"\0")
         except OSError:
             continue
-        if any(w == top or w.startswith(top + "/") for w in where):
+        if not any(_under(w, top) for w in where):
+            where = _open_files(entry)
+        if any(_under(w, top) for w in where):
             command = argv.replace(b"\0", b" ").decode(errors="replace")
             found.append((int(entry), command[:60]))
     return sorted(found)
+
+
+def _open_files(pid: str) -> list[str]:
+    """What process *pid* holds open (none where it is not ours to see)."""
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return []
+    found = []
+    for fd in fds:
+        try:
+            found.append(os.readlink(f"/proc/{pid}/fd/{fd}"))
+        except OSError:
+            continue
+    return found
+
+
+def _unpacks(pid: int, path: Path) -> bool:
+    """Whether process *pid* is kdl's unpacker of *path* (:data:`UNPACKING`)."""
+    mark = f"{UNPACKING}={path.resolve()}".encode()
+    try:
+        environ = Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return False
+    return mark in environ.split(b"\0")
+
+
+def _running(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[-1].split()[:1] != ["Z"]
+
+
+def _stop(pid: int, argv: str) -> None:
+    """End an unpacker an interrupted run left: SIGTERM, then SIGKILL."""
+    log.info("stopping pid %d (%s), left unpacking by an interrupted run", pid, argv)
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + STOP_SECONDS
+        while time.monotonic() < deadline:
+            if not _running(pid):
+                return
+            time.sleep(0.05)
+    raise WorkspaceError(
+        f"pid {pid} ({argv}), left unpacking by an interrupted run, does not "
+        "end; stop it by hand, then run again"
+    )
 
 
 def remove(path: Path) -> None:
@@ -208,6 +278,11 @@ def remove(path: Path) -> None:
         path.unlink()
         return
     busy = users(path)
+    if busy and not proc.DRY_RUN:
+        for pid, argv in busy:
+            if _unpacks(pid, path):
+                _stop(pid, argv)
+        busy = [(pid, argv) for pid, argv in users(path) if _running(pid)]
     if busy:
         pid, argv = busy[0]
         raise WorkspaceError(
@@ -245,6 +320,26 @@ def staging(name: str) -> Path:
     if not proc.DRY_RUN:
         partial.mkdir(parents=True)
     return partial
+
+
+def unpack(tarball: Path, tree: Path) -> None:
+    """Unpack *tarball* (xz) into *tree*, its top directory left out.
+
+    tar runs in *tree*, marked as kdl's unpacker of it (:data:`UNPACKING`),
+    and is killed with this process (``proc.run(bound=True)``): a kdl killed
+    alone leaves no tar writing into a tree the next run removes."""
+    proc.run(
+        [
+            "tar",
+            "-xJf",
+            os.path.abspath(tarball),
+            "--strip-components=1",
+            "--no-same-owner",
+        ],
+        cwd=tree,
+        env={UNPACKING: str(tree.resolve())},
+        bound=True,
+    )
 
 
 def finish(name: str, partial: Path, record: dict[str, Any]) -> Tree:

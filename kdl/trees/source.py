@@ -86,17 +86,7 @@ def make(pinned: dict[str, Any]) -> common.Tree:
     tarball = debian.download(remote, common.DOWNLOADS)
     tree = common.staging("22")
     log.info("unpacking %s", tarball.name)
-    proc.run(
-        [
-            "tar",
-            "-xJf",
-            str(tarball),
-            "-C",
-            str(tree),
-            "--strip-components=1",
-            "--no-same-owner",
-        ]
-    )
+    common.unpack(tarball, tree)
     # The tarball has no .gitignore: build directories belong outside the tree.
     proc.run(["git", "init", "-q", "-b", "main", str(tree)])
     with Checkout(tree, require_llvm=False) as checkout:

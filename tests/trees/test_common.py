@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+import errno
 import json
+import logging
+import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
-from kdl import trees
+from kdl import paths, trees
 from kdl.errors import UsageError, WorkspaceError
 from kdl.trees import common, sidroot
 
@@ -176,3 +182,189 @@ def test_a_file_where_a_partial_tree_goes_is_removed(trees_dir: Path) -> None:
     trees_dir.mkdir(parents=True)
     (trees_dir / "main.partial").write_text("not a tree")
     assert common.staging("main").is_dir()
+
+
+# --- An unpacker left running (the attack of 2026-12-07, 1a) -----------------------
+
+
+def _tarball(tmp_path: Path) -> bytes:
+    """A .tar.xz of a top directory with 40 files of 64 KiB that do not
+    compress, made by the real tar."""
+    top = tmp_path / "src" / "llvm-project-22"
+    top.mkdir(parents=True)
+    for n in range(40):
+        (top / f"f{n:02}.bin").write_bytes(os.urandom(64 << 10))
+    out = tmp_path / "src.tar.xz"
+    subprocess.run(
+        ["tar", "-cJf", str(out), "-C", str(top.parent), top.name], check=True
+    )
+    return out.read_bytes()
+
+
+def _stat(pid: int) -> list[str]:
+    """State, parent, ... of process *pid* (/proc/PID/stat after the name)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return []
+
+
+def _tar_of(parent: int) -> int | None:
+    """The pid of the tar that process *parent* started, if one runs."""
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            argv = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        stat = _stat(int(entry))
+        if (
+            argv[0].endswith(b"tar")
+            and stat[:2] != ["Z"]
+            and stat[1:2] == [str(parent)]
+        ):
+            return int(entry)
+    return None
+
+
+def _alive(pid: int) -> bool:
+    return _stat(pid)[:1] not in ([], ["Z"])
+
+
+@contextmanager
+def _feeding(fifo: Path, data: bytes) -> Iterator[None]:
+    """Write the first half of *data* into *fifo* once its reader (the tar
+    under test) has opened it, and hold it open (the tar waits for more)."""
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+            break
+        except OSError as exc:
+            if exc.errno != errno.ENXIO or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+    os.set_blocking(fd, True)
+    try:
+        os.write(fd, data[: len(data) // 2])
+        yield
+    finally:
+        os.close(fd)
+
+
+def _wait_for(check: Callable[[], object], seconds: float = 10) -> object:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        found = check()
+        if found:
+            return found
+        time.sleep(0.05)
+    return None
+
+
+def test_an_unpacker_ends_with_the_kdl_that_started_it(
+    trees_dir: Path, tmp_path: Path
+) -> None:
+    """kdl killed alone while tar unpacks the tree: the tar ends too (it
+    kept writing into NAME.partial). The archive is a FIFO fed half, so the
+    tar is still at work when kdl is killed."""
+    data = _tarball(tmp_path)
+    feed = tmp_path / "feed.tar.xz"
+    os.mkfifo(feed)
+    partial = trees_dir / "22.partial"
+    partial.mkdir(parents=True)
+    kdl = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from pathlib import Path; from kdl.trees import common\n"
+            "common.unpack(Path(sys.argv[1]), Path(sys.argv[2]))",
+            str(feed),
+            str(partial),
+        ],
+        env=dict(os.environ, PYTHONPATH=str(paths.ROOT)),
+    )
+    tar = None
+    try:
+        with _feeding(feed, data):
+            assert _wait_for(lambda: list(partial.rglob("f0*.bin")))
+            tar = _tar_of(kdl.pid)
+            assert tar is not None
+            kdl.kill()
+            kdl.wait()
+            # Before the feed ends: a tar left alone would wait for it.
+            assert _wait_for(lambda: not _alive(tar), 5), "tar outlived kdl"
+        # What tar started (xz, reading the feed) ends with the feed.
+        assert _wait_for(lambda: common.users(partial) == [], 5)
+    finally:
+        if tar is not None and _alive(tar):
+            os.kill(tar, signal.SIGKILL)
+        kdl.kill()
+        kdl.wait()
+
+
+def _left_tar(feed: Path, partial: Path, marked: bool) -> subprocess.Popen[bytes]:
+    """A tar writing into *partial* from *feed*, as a killed run leaves it:
+    started elsewhere with ``-C`` (GNU tar keeps its current directory and
+    holds *partial* open); *marked*: with kdl's mark of an unpacker."""
+    env = dict(os.environ)
+    if marked:
+        env[common.UNPACKING] = str(partial.resolve())
+    return subprocess.Popen(
+        ["tar", "-xJf", str(feed), "-C", str(partial), "--strip-components=1"],
+        cwd=feed.parent,
+        env=env,
+    )
+
+
+def test_a_tar_still_writing_through_an_open_directory_is_seen(
+    trees_dir: Path, tmp_path: Path
+) -> None:
+    """The attack's 1a: the check looked only at current directories, so the
+    next run removed part of 22.partial under a live tar. A tar kdl did not
+    start is named, and nothing is removed."""
+    data = _tarball(tmp_path)
+    feed = tmp_path / "feed.tar.xz"
+    os.mkfifo(feed)
+    partial = trees_dir / "22.partial"
+    partial.mkdir(parents=True)
+    tar = _left_tar(feed, partial, marked=False)
+    try:
+        with _feeding(feed, data):
+            assert _wait_for(lambda: list(partial.glob("f0*.bin")))
+            before = {p.name for p in partial.iterdir()}
+            with pytest.raises(WorkspaceError) as caught:
+                common.staging("22")
+            assert str(caught.value).startswith(
+                f"{partial}: a process still works there (pid {tar.pid}: tar -xJf "
+            )
+            assert before <= {p.name for p in partial.iterdir()}
+            assert tar.poll() is None
+    finally:
+        tar.kill()
+        tar.wait()
+
+
+def test_an_unpacker_an_interrupted_run_left_is_stopped(
+    trees_dir: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A tar that kdl started for this tree and that outlived it (one kdl
+    of before this change left) is stopped, then the tree is made afresh."""
+    data = _tarball(tmp_path)
+    feed = tmp_path / "feed.tar.xz"
+    os.mkfifo(feed)
+    partial = trees_dir / "22.partial"
+    partial.mkdir(parents=True)
+    tar = _left_tar(feed, partial, marked=True)
+    try:
+        with _feeding(feed, data):
+            assert _wait_for(lambda: list(partial.glob("f0*.bin")))
+            with caplog.at_level(logging.INFO, logger="kdl"):
+                fresh = common.staging("22")
+            assert tar.wait(timeout=10) != 0
+            assert fresh.is_dir() and list(fresh.iterdir()) == []
+            assert f"stopping pid {tar.pid} (tar -xJf " in caplog.text
+    finally:
+        tar.kill()
+        tar.wait()
