@@ -129,6 +129,7 @@ FLOORS = {
     "paths": 0,
     "proc": 0,
     "errors": 0,
+    "files": 0,
     "http": 0,
     "provenance": 0,
     "record": 0,

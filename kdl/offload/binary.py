@@ -42,12 +42,12 @@ import bisect
 import itertools
 import mmap
 import os
-import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NoReturn
 
-from kdl.errors import FormatError, UsageError, WorkspaceError
+from kdl.errors import FormatError, WorkspaceError
+from kdl.files import open_regular
 from kdl.offload import elf
 from kdl.offload.inflate import inflate, is_compressed_v3
 from kdl.offload.layout import (
@@ -156,39 +156,9 @@ def scan_file(path: str | Path, limits: Limits | None = None) -> Scan:
     return scan(map_file(path), str(path), limits)
 
 
-#: What :func:`map_file` calls a file that is not a regular one.
-_FILE_KINDS = {
-    stat.S_IFDIR: "a directory",
-    stat.S_IFIFO: "a FIFO",
-    stat.S_IFCHR: "a character device",
-    stat.S_IFBLK: "a block device",
-    stat.S_IFSOCK: "a socket",
-}
-
-
-def open_regular(path: str | Path) -> int:
-    """A descriptor of the regular file at *path*, open for reading.
-
-    Anything else is refused in one line: a FIFO (opened without waiting for
-    a writer, which may never come), a directory, a device; an empty path is
-    not taken for the current directory."""
-    name = os.fspath(path)
-    if not name:
-        raise UsageError("'': an empty path names no file")
-    try:
-        fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError as exc:
-        raise WorkspaceError(f"{name}: cannot read: {exc.strerror or exc}") from exc
-    mode = os.fstat(fd).st_mode
-    if not stat.S_ISREG(mode):
-        os.close(fd)
-        kind = _FILE_KINDS.get(stat.S_IFMT(mode), "not a file")
-        raise WorkspaceError(f"{name}: not a regular file ({kind})")
-    return fd
-
-
 def map_file(path: str | Path) -> bytes | mmap.mmap:
-    """The bytes of the regular file at *path*, mapped, not read: a reader
+    """The bytes of the regular file at *path* (only a regular file:
+    :func:`kdl.files.open_regular`), mapped, not read: a reader
     reads only the pages it looks at, so the magic and the header are checked
     before anything else is read, and a large file costs only what its
     structures point at (as LLVM's MemoryBuffer maps a file)."""

@@ -26,7 +26,8 @@ from pathlib import Path
 
 from kdl import proc
 from kdl.errors import UsageError, WorkspaceError
-from kdl.offload.binary import Limits, open_regular
+from kdl.files import open_regular
+from kdl.offload.binary import Limits
 from kdl.offload.inspect import limits_of
 
 
@@ -57,7 +58,7 @@ def select_argv(
 
 def check_input(file: str) -> None:
     """Refuse a FILE the driver must not open (exit 2, the driver's status
-    for an unreadable file): :func:`~kdl.offload.binary.open_regular`."""
+    for an unreadable file): :func:`kdl.files.open_regular`."""
     if file == "-":
         return
     try:

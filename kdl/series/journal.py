@@ -10,9 +10,14 @@ before, and then every change in order, each written *before* it is made:
   ``subject``), and ``commit`` once it made commit ``head``.
 
 A run that ends (done, or undone) removes the journal; a run killed outright
-leaves it. Whatever the journal names is the run's; anything else in the
-checkout is the user's. :func:`judge` decides, from :class:`Facts` gathered
-by :mod:`kdl.series.undo`, whether undoing the run would touch anything of the
+leaves it. A journal is checked whole when it is loaded (:func:`checked`):
+each key there with its type, each step one of the four with its keys, and a
+start that is not the branch the run created; one edited by hand is refused
+in one line before anything is undone.
+
+Whatever the journal names is the run's; anything else in the checkout is
+the user's. :func:`judge` decides, from :class:`Facts` gathered by
+:mod:`kdl.series.undo`, whether undoing the run would touch anything of the
 user's (a changed file, a commit, HEAD somewhere else, an operation of their
 own); if so it says what, in one line, and how to go on, and nothing is
 touched. It is a pure function, tested on its own.
@@ -21,6 +26,7 @@ touched. It is a pure function, tested on its own.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,6 +38,20 @@ from kdl.series.gitstate import GIT_AM
 JOURNAL = "kdl-apply.json"
 #: Its format; another one is refused with a line that says so.
 VERSION = 2
+#: The keys of each kind of step besides "do", and what each holds.
+STEPS: dict[str, dict[str, str]] = {
+    "create": {"at": "commit"},
+    "switch": {"to": "name"},
+    "am": {
+        "patch": "text",
+        "subject": "text",
+        "patch_id": "text",
+        "files": "paths",
+        "from": "commit",
+    },
+    "commit": {"patch": "text", "head": "commit"},
+}
+_COMMIT = re.compile(r"[0-9a-f]{40}([0-9a-f]{24})?")
 
 
 @dataclass(frozen=True)
@@ -94,18 +114,14 @@ class Journal:
         path = git_dir / JOURNAL
         try:
             doc = json.loads(path.read_text())
+            if not isinstance(doc, dict):
+                raise ValueError("not an object")
             if doc.get("version") != VERSION:
                 raise ValueError(f"format {doc.get('version', 1)}, not {VERSION}")
-            return cls(
-                path,
-                doc["branch"],
-                Start(**doc["start"]),
-                doc["meta_before"],
-                list(doc["steps"]),
-            )
+            return cls(path, *checked(doc))
         except FileNotFoundError:
             return None
-        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        except (OSError, ValueError) as exc:
             raise GitError(
                 f"{path}: an interrupted kdl apply left a journal that cannot be "
                 f"read ({exc}); remove it after restoring the checkout by hand"
@@ -132,6 +148,98 @@ class Journal:
         return list(
             dict.fromkeys(p for s in self.steps if s["do"] == "am" for p in s["files"])
         )
+
+
+def _holds(value: object, kind: str) -> bool:
+    """Whether *value* is a *kind* of :data:`STEPS` ("commit", "name",
+    "text", "paths"), or "name?"/"commit?" (or None)."""
+    if kind.endswith("?"):
+        return value is None or _holds(value, kind[:-1])
+    if kind == "commit":
+        return isinstance(value, str) and _COMMIT.fullmatch(value) is not None
+    if kind == "name":
+        return isinstance(value, str) and value != ""
+    if kind == "paths":
+        return isinstance(value, list) and all(isinstance(p, str) and p for p in value)
+    return isinstance(value, str)
+
+
+_WHAT = {
+    "commit": "a commit id",
+    "name": "a branch name",
+    "text": "text",
+    "paths": "a list of paths",
+}
+
+
+def checked(
+    doc: dict[str, Any],
+) -> tuple[str, Start, dict[str, Any] | None, list[dict[str, Any]]]:
+    """(branch, start, meta_before, steps) of a journal's document; a
+    ValueError saying what is wrong with one edited by hand."""
+    if "branch" not in doc:
+        raise ValueError("it has no 'branch'")
+    if not _holds(doc["branch"], "name"):
+        raise ValueError("'branch' is not a branch name")
+    branch: str = doc["branch"]
+    start = doc.get("start")
+    if not isinstance(start, dict):
+        raise ValueError("'start' is not an object" if "start" in doc else "no 'start'")
+    for key, kind in (
+        ("branch", "name?"),
+        ("head", "commit"),
+        ("target_tip", "commit?"),
+    ):
+        if key not in start:
+            raise ValueError(f"'start' has no '{key}'")
+        if not _holds(start[key], kind):
+            raise ValueError(f"'start.{key}' is not {_WHAT[kind.rstrip('?')]}")
+    if start["target_tip"] is None and start["branch"] == branch:
+        raise ValueError(
+            f"its start is the series branch {branch} itself, which the run created"
+        )
+    meta = doc.get("meta_before")
+    if meta is not None:
+        if not isinstance(meta, dict):
+            raise ValueError("'meta_before' is not an object")
+        for key, kind in (
+            ("base", "commit"),
+            ("base_ref", "name?"),
+            ("series", "text"),
+        ):
+            if key not in meta or not _holds(meta[key], kind):
+                what = _WHAT[kind.rstrip("?")]
+                raise ValueError(f"'meta_before.{key}' is missing or not {what}")
+        applied = meta.get("applied")
+        if not isinstance(applied, list) or not all(
+            isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p)
+            for p in applied
+        ):
+            raise ValueError("'meta_before.applied' is not a list of pairs")
+    steps = doc.get("steps")
+    if not isinstance(steps, list):
+        raise ValueError("'steps' is not a list" if "steps" in doc else "no 'steps'")
+    for n, step in enumerate(steps, 1):
+        if not isinstance(step, dict):
+            raise ValueError(f"step {n} is not an object")
+        if "do" not in step:
+            raise ValueError(f"step {n} has no 'do'")
+        keys = STEPS.get(step["do"]) if isinstance(step["do"], str) else None
+        if keys is None:
+            raise ValueError(f"step {n}: unknown step {step['do']!r}")
+        for key, kind in keys.items():
+            if key not in step:
+                raise ValueError(f"step {n} ({step['do']}) has no '{key}'")
+            if not _holds(step[key], kind):
+                raise ValueError(
+                    f"step {n} ({step['do']}): '{key}' is not {_WHAT[kind]}"
+                )
+    return (
+        branch,
+        Start(start["branch"], start["head"], start["target_tip"]),
+        meta,
+        steps,
+    )
 
 
 @dataclass(frozen=True)

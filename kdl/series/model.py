@@ -42,6 +42,7 @@ from pathlib import Path
 
 from kdl import paths
 from kdl.errors import FormatError
+from kdl.files import read_regular
 from kdl.series import poststeps
 from kdl.series.poststeps import PostStep
 
@@ -235,15 +236,25 @@ def with_proposals(stack: Series, proposals: Series) -> Series:
     )
 
 
+def series_lines(series_file: Path) -> list[str]:
+    """The lines of a series file: a regular file (a FIFO is refused, not
+    waited on) of UTF-8 text; anything else is one line naming it."""
+    data = read_regular(series_file)
+    try:
+        return data.decode("utf-8").splitlines()
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise FormatError(
+            str(series_file), f"line {line} is not UTF-8 (byte {data[exc.start]:#04x})"
+        ) from None
+
+
 def load(series_file: Path | None = None) -> Series:
     """Parse ``patches/series`` and check it against the patch files."""
     # Absolute: git runs in the checkout, not where the user stands.
     series_file = (series_file or paths.SERIES).absolute()
     where = str(series_file)
-    try:
-        lines = series_file.read_text().splitlines()
-    except OSError as exc:
-        raise FormatError(where, f"cannot read: {exc.strerror}") from exc
+    lines = series_lines(series_file)
     name = ""
     version = 1
     major: int | None = None
@@ -371,10 +382,7 @@ class Header:
 def read_header(series_file: Path) -> Header:
     """The header of *series_file*: the lines before its first patch."""
     where = str(series_file)
-    try:
-        lines = series_file.read_text().splitlines()
-    except OSError as exc:
-        raise FormatError(where, f"cannot read: {exc.strerror}") from exc
+    lines = series_lines(series_file)
     name, major = "", None
     for lineno, raw in enumerate(lines, 1):
         line = raw.split("#", 1)[0].rstrip()

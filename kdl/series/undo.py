@@ -329,6 +329,8 @@ class Undo:
             if facts.head_branch == j.branch:
                 co.run("checkout", "--quiet", *spec)
             if facts.tip is not None:
+                if co.current_branch() == j.branch:  # never leave HEAD unborn
+                    raise GitError(f"HEAD is still on {j.branch}, which is kept")
                 co.run("update-ref", "-d", ref, facts.tip)
                 co.attempt(
                     "config", "--local", "--remove-section", f"branch.{j.branch}"

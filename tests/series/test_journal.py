@@ -15,6 +15,7 @@ import signal
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -380,4 +381,97 @@ def test_ctrl_c_while_it_recovers_still_ends_as_it_was(
     assert run.returncode == 130, run.stderr
     assert "recovered from an interrupted kdl apply: nothing changed" in run.stdout
     assert run.stderr.endswith("error: interrupted after the recovery\n")
+    assert snapshot(llvm) == before
+
+
+# --- A journal edited by hand (the attack of 2026-12-07, 3g and 3h) -----------------
+
+
+def _killed_in_am(llvm: Path, series: SeriesDir) -> Path:
+    """The journal a run killed in its first ``git am`` leaves (the branch
+    made and checked out), written by the real journal; its path."""
+    undo = _begin(llvm, False)
+    undo.journal.record("create", at=series.base)
+    git(llvm, "checkout", "--quiet", "--no-track", "-b", BRANCH, series.base)
+    undo.journal.record(
+        "am",
+        patch="0001-x.patch",
+        subject="x",
+        patch_id="e" * 40,
+        files=[OFFLOAD_API],
+        **{"from": series.base},
+    )
+    return undo.journal.path
+
+
+def _edit(doc: dict[str, Any], how: str) -> None:
+    steps = doc["steps"]
+    if how == "start-is-the-series-branch":
+        doc["start"]["branch"] = doc["branch"]
+    elif how == "no-do":
+        del steps[-1]["do"]
+    elif how == "no-files":
+        del steps[-1]["files"]
+    elif how == "files-not-a-list":
+        steps[-1]["files"] = 7
+    elif how == "steps-a-dict":
+        doc["steps"] = {"do": "create"}
+    elif how == "step-a-string":
+        doc["steps"] = ["create"]
+    elif how == "unknown-step":
+        steps[-1]["do"] = "rebase"
+    elif how == "no-start-head":
+        del doc["start"]["head"]
+    elif how == "start-a-list":
+        doc["start"] = [None, "a" * 40, None]
+    elif how == "branch-a-number":
+        doc["branch"] = 3
+    elif how == "head-not-a-sha":
+        doc["start"]["head"] = "HEAD~1; rm -rf /"
+    elif how == "meta-before-a-string":
+        doc["meta_before"] = "x"
+
+
+EDITS = [
+    (
+        "start-is-the-series-branch",
+        f"its start is the series branch {BRANCH} itself, which the run created",
+    ),
+    ("no-do", "step 2 has no 'do'"),
+    ("no-files", "step 2 (am) has no 'files'"),
+    ("files-not-a-list", "step 2 (am): 'files' is not a list of paths"),
+    ("steps-a-dict", "'steps' is not a list"),
+    ("step-a-string", "step 1 is not an object"),
+    ("unknown-step", "step 2: unknown step 'rebase'"),
+    ("no-start-head", "'start' has no 'head'"),
+    ("start-a-list", "'start' is not an object"),
+    ("branch-a-number", "'branch' is not a branch name"),
+    ("head-not-a-sha", "'start.head' is not a commit id"),
+    ("meta-before-a-string", "'meta_before' is not an object"),
+]
+
+
+@pytest.mark.parametrize(("how", "what"), EDITS, ids=[e[0] for e in EDITS])
+def test_a_journal_edited_by_hand_is_refused_and_nothing_touched(
+    capsys: pytest.CaptureFixture[str],
+    llvm: Path,
+    series: SeriesDir,
+    how: str,
+    what: str,
+) -> None:
+    """The attack's 3h: with its start set to the series branch, the undo
+    deleted the branch HEAD was on (HEAD unborn; every later apply failed
+    "unknown revision 'HEAD'"); 3g: steps without a key, or of another type,
+    gave tracebacks. Each is one line; the checkout is as it was."""
+    path = _killed_in_am(llvm, series)
+    doc = json.loads(path.read_text())
+    _edit(doc, how)
+    path.write_text(json.dumps(doc))
+    before = snapshot(llvm)
+    status, _, err = apply(capsys, llvm, series)
+    assert status == 1
+    assert err == (
+        f"error: {path}: an interrupted kdl apply left a journal that cannot be "
+        f"read ({what}); remove it after restoring the checkout by hand\n"
+    )
     assert snapshot(llvm) == before
