@@ -254,6 +254,8 @@ class Facts:
     foreign_commits: tuple[str, ...] = ()
     #: changed or untracked files whose content no step accounts for
     foreign_paths: tuple[str, ...] = ()
+    #: the patch-id of the patch a ``git am`` in progress applies, if known
+    am_patch_id: str | None = None
 
 
 def tree_is_ours(j: Journal, f: Facts) -> bool:
@@ -288,7 +290,18 @@ def judge(j: Journal, f: Facts, root: Path) -> str | None:
             "apply again"
         )
     if f.operation is not None:
-        ours = f.operation == GIT_AM and j.running_am() and f.head_branch == j.branch
+        # The run's am: the journal shows it running, and HEAD is still on the
+        # branch, or the am applies the journal's patch (HEAD moved since,
+        # as the way on for a commit of the user's below moves it).
+        am = j.running_am()
+        ours = (
+            f.operation == GIT_AM
+            and am is not None
+            and (
+                f.head_branch == j.branch
+                or (f.am_patch_id is not None and f.am_patch_id == am["patch_id"])
+            )
+        )
         if not ours:
             return (
                 f"{root}: {f.operation} is in progress that {where} did not start; "

@@ -27,14 +27,14 @@ import sys
 import tempfile
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import replace
 from pathlib import Path
 from types import FrameType
 
 from kdl.errors import GitError
 from kdl.series.checkout import Checkout
-from kdl.series.gitstate import Interrupted
+from kdl.series.gitstate import GIT_AM, Interrupted
 from kdl.series.journal import JOURNAL, Facts, Journal, Start, judge, tree_is_ours
 
 __all__ = ["JOURNAL", "LOCK", "Start", "Undo", "apply_lock", "deferred_sigint"]
@@ -203,11 +203,36 @@ class Undo:
         if tip and tip not in known:
             log = co.run("log", "--format=%H %s", tip, "--not", *known)
             foreign = tuple(f"{ln[:12]} {ln[41:]}" for ln in log.splitlines())
-        facts = Facts(head_branch, head, tip, op[0] if op else None, foreign)
+        facts = Facts(
+            head_branch,
+            head,
+            tip,
+            op[0] if op else None,
+            foreign,
+            am_patch_id=self._am_patch_id() if op and op[0] == GIT_AM else None,
+        )
         if not tree_is_ours(j, facts):
             return facts, []
         mine, ours = self._changed_paths(known, am if op else None, written)
         return replace(facts, foreign_paths=tuple(mine)), ours
+
+    def _am_patch_id(self) -> str | None:
+        """The patch-id of the patch the ``git am`` in progress applies (its
+        ``rebase-apply/patch``, or the mail it is at), None when none is
+        there to read."""
+        state = self.co.git_dir / "rebase-apply"
+        candidates = [state / "patch"]
+        with suppress(OSError, ValueError):
+            candidates.append(state / f"{int((state / 'next').read_text()):04d}")
+        for path in candidates:
+            try:
+                data = path.read_bytes()
+            except OSError:
+                continue
+            found = self.co.patch_id_of(data)
+            if found:
+                return found
+        return None
 
     def _made_by(self, am: dict[str, str], tip: str) -> bool:
         """Whether *tip* is the commit the journal's last ``git am`` made."""

@@ -78,6 +78,16 @@ def test_an_operation_the_run_did_not_start_stops() -> None:
     assert judge(j, Facts(BRANCH, A, A, GIT_AM), ROOT) is not None
 
 
+def test_an_am_of_the_journals_patch_is_the_runs_wherever_head_is() -> None:
+    j = journal(
+        None, {"do": "create", "at": A}, {"do": "am", "from": A, "patch_id": "p"}
+    )
+    assert judge(j, Facts("main", A, None, GIT_AM, am_patch_id="p"), ROOT) is None
+    other = judge(j, Facts("main", A, None, GIT_AM, am_patch_id="q"), ROOT)
+    assert other is not None and "did not start" in other
+    assert judge(j, Facts("main", A, None, GIT_AM), ROOT) is not None
+
+
 def test_changed_files_and_commits_stop_with_the_way_on() -> None:
     j = journal(B, {"do": "switch", "to": BRANCH})
     files = judge(j, Facts(BRANCH, B, B, None, (), ("x", "y", "z", "w")), ROOT)
@@ -475,3 +485,31 @@ def test_a_journal_edited_by_hand_is_refused_and_nothing_touched(
         f"read ({what}); remove it after restoring the checkout by hand\n"
     )
     assert snapshot(llvm) == before
+
+
+def test_a_killed_git_am_is_still_the_runs_after_the_way_on_it_gave(
+    capsys: pytest.CaptureFixture[str], llvm: Path, series: SeriesDir
+) -> None:
+    """The attack's 3k: killed in ``git am`` of patch 2; the user commits on
+    the branch; apply says to keep the commit on a branch of their own and
+    check out main; the user does. The ``git am`` left in progress is still
+    the run's (the patch it applies is the journal's), not "one it did not
+    start": the next apply undoes it and applies the series."""
+    _kill_in_pre_applypatch(llvm, series, 2)
+    assert (llvm / ".git/rebase-apply").is_dir()
+    (llvm / OFFLOAD_API).write_text("// my work\n")
+    git(llvm, "commit", "--quiet", "-am", "My work")
+    mine = git(llvm, "rev-parse", "HEAD").strip()
+    status, _, err = apply(capsys, llvm, series)
+    assert status == 1
+    way_on = f"git branch -m {BRANCH} {BRANCH}-mine && git checkout main"
+    assert f"({mine[:12]} My work)" in err and way_on in err
+    git(llvm, "branch", "-m", BRANCH, f"{BRANCH}-mine")
+    git(llvm, "checkout", "--quiet", "main")
+    assert (llvm / ".git/rebase-apply").is_dir()
+    status, out, err = apply(capsys, llvm, series)
+    assert status == 0, err
+    assert "recovered from an interrupted kdl apply: nothing changed" in out
+    assert "3 applied" in out
+    assert not (llvm / ".git/rebase-apply").exists()
+    assert git(llvm, "rev-parse", f"{BRANCH}-mine").strip() == mine
