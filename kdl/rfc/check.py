@@ -21,7 +21,14 @@ One problem per line, ``FILE:LINE: what``. Problems:
   series does not have; a patch named for what it does not add; a version
   label beside figures that measured another; a cause of failures given as
   certain; test outcomes counted in words; a setting the figures ran with
-  left unsaid; the main post not in the first person, or not asking first.
+  left unsaid; the main post not in the first person, or not asking first;
+* what the review of RFC v4 found: a defect of upstream code claimed with no
+  source in its clause; what a tool of main's writes or names, unsourced; a
+  result put on a GPU no figure beside it ran on (a unit test read as a
+  device result); a case the results hold listed as not run; a claim a
+  result contradicts; the open PR a post follows up without its state and
+  the date of its last review; an upstream thread a maintainer would raise
+  not cited; figures measured on another series version than the one posted.
 """
 
 from __future__ import annotations
@@ -71,7 +78,9 @@ _EXEMPT = re.compile(
 #: Upstream sources: a PR named in prose, a link to one, a quotation of four
 #: words or more, a paragraph.
 _PR_NUMBER = re.compile(r"(?<![\w/])#(\d{5,7})\b")
-_PR_LINK = re.compile(r"\]\(https://github\.com/llvm/llvm-project/pull/(\d+)\)")
+_PR_LINK = re.compile(
+    r"\]\(https://github\.com/llvm/llvm-project/(?:pull|issues)/(\d+)\)"
+)
 _QUOTATION = re.compile(r'"[^"\n]*(?:\s+[^"\s]+){3,}[^"\n]*"')
 _PARAGRAPH = re.compile(r"[^\n]+(?:\n[^\n]+)*")
 _NUMBER = re.compile(r"(?<![\w\-./])\d+(?:\.\d+)?(?!\w|\.\d)")
@@ -159,14 +168,15 @@ def check_text(
     spans: list[tuple[int, int, str]] = []
     for f in figures:
         start = _offset(lines, f.line, f.col)
-        for ref in _SOURCE.findall(f.expr):
-            spans.append((start, start + len(f.text), str(resolver.root / ref)))
         shown = text[start : start + len(f.text)]
         if shown != f.text:
             problem(
                 start, f"expected {f.text!r} here ({f.expr}); the post has {shown!r}"
             )
             continue
+        # Only a figure where the sidecar says it is sources a claim.
+        for ref in _SOURCE.findall(f.expr):
+            spans.append((start, start + len(f.text), str(resolver.root / ref)))
         try:
             again, _ = evaluate(f.expr, f.format, resolver)
         except SourceError as exc:
@@ -227,8 +237,16 @@ def check_text(
             )
 
     found = claims.check_claims(prose, text, name, spans, series)
-    found += claims.check_post(
-        prose, text, name, sorted({Path(s) for _, _, s in spans})
+    sources = sorted({Path(s) for _, _, s in spans})
+    found += claims.check_post(prose, text, name, sources)
+    found += claims.check_upstream(
+        prose,
+        text,
+        name,
+        root=resolver.root,
+        value=resolver.value,
+        sources=sources,
+        series=series,
     )
     for offset, what in found:
         problem(offset, what)

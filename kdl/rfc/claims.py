@@ -13,7 +13,7 @@ from here.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -73,6 +73,83 @@ ASK = re.compile(r"\?|\bI'd like\b|\bI ask\b|\bplease\b", re.IGNORECASE)
 #: in their first paragraph.
 SPEAKS = {"ranked-selection": 5}
 
+#: A defect claimed in upstream code (a crash, a trap, a misreading, a leak,
+#: code accepted where it does not run): each clause that claims one needs
+#: its own source, a link, a results/ path or a traced figure.
+DEFECT = re.compile(
+    r"\b(?:crash(?:es|ed)?|traps?|segfaults?|misreads?|leaks?|never unloads?"
+    r"|does not check|without destroying|copies every"
+    r"|reads every\b[^;.]*\bas\b|accepts?\b[^;.]*\bon an?\b)",
+    re.IGNORECASE,
+)
+#: What a tool of main's writes, reads, names or prints: a source in the
+#: same sentence.
+TOOL_CLAIM = re.compile(
+    r"(?:\bmain's (?:ELF reader|reader|clang|linker wrapper|`[\w-]+`)"
+    r"|`clang-linker-wrapper`|\bclang-linker-wrapper\b|\bthe linker wrapper\b)"
+    r"[^.;]*?\b(?:reads?|names?|writes?|prints?|lists?|emits?|sorts?)\b",
+    re.IGNORECASE,
+)
+#: A GPU a result is put on: some figure in the paragraph must have run there.
+DEVICE = re.compile(
+    r"\b(?:on|an?|the) (?:NVIDIA |AMD )?(MI\d{2,3}[A-Z]?|[A-H]\d{2,3}|GH200)\b"
+)
+#: Words that say a device result is not one: a question, a plan, a test
+#: without the device.
+NOT_A_RESULT = re.compile(
+    r"\?|\bwould\b|\bnot run\b|\bdid not\b|\bunit test|\bmodel", re.I
+)
+#: Headings of what a post did not run.
+NOT_RUN_HEADING = re.compile(r"\b(?:not run|did not run|not measured)\b", re.I)
+
+
+@dataclass(frozen=True)
+class Measured:
+    """A case a result file holds: listing it as not run is wrong."""
+
+    pattern: re.Pattern[str]
+    results: str  # a glob under results/
+    pointer: str  # a JSON pointer that exists where it was measured
+    what: str
+
+
+#: Cases that were run, whatever a draft says (the review of RFC v4, #17).
+MEASURED = (
+    Measured(
+        re.compile(r"`?IMG_None`?"),
+        "results/gpu/real-runtimes*/report.json",
+        "/choices/v1-ptxnone90-90.bin/22-series/short",
+        "PTX in an entry of image kind IMG_None beside a cubin",
+    ),
+)
+
+
+@dataclass(frozen=True)
+class Contradicted:
+    """A claim a result contradicts: *pattern* in prose while *ref* gives
+    *value*."""
+
+    pattern: re.Pattern[str]
+    ref: str
+    value: object
+    what: str
+
+
+#: Claims the results show wrong (the review of RFC v4, #18).
+CONTRADICTED = (
+    Contradicted(
+        re.compile(
+            r"\bas (?:it|the CUDA plugin|the plugin) does(?: with)? raw PTX"
+            r"|\b(?:accepts?|accepted)\b[^.?;]*\braw PTX\b",
+            re.I,
+        ),
+        "results/gpu/real-runtimes/report.json#/choices/compute_80.ptx/main/valid",
+        False,
+        "main's plugins do not accept raw PTX (olIsValidBinary says no); "
+        "olCreateProgram hands it to the CUDA driver, which compiles it",
+    ),
+)
+
 _PARAGRAPH = re.compile(r"[^\n]+(?:\n[^\n]+)*")
 _SENTENCE = re.compile(r"(?:[^.!?]|[.!?](?=[\w`]))+(?:[.!?]+|$)")
 
@@ -88,6 +165,8 @@ class Series:
     own: dict[str, set[int]] = field(default_factory=dict)
     #: "0003" -> (subject, text) of each patch of that number.
     patches: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    #: The version of the series that would be posted (``version: N``).
+    version: int | None = None
 
 
 def load_series(root: Path) -> Series | None:
@@ -100,6 +179,7 @@ def load_series(root: Path) -> Series | None:
         proposals = load(root / "patches" / "proposals" / "series")
     except WorkspaceError:
         return None
+    found.version = stack.version
     for series in (stack, proposals):
         for patch in series.patches:
             entry = (patch.subject, patch.read().decode(errors="replace"))
@@ -134,7 +214,7 @@ def check_claims(
             continue  # a heading
         raw = text[at : para.end()]
         figures = [f for f in figure_spans if at <= f[0] < para.end()]
-        linked = {int(n) for n in re.findall(r"/pull/(\d+)\)", raw)}
+        linked = {int(n) for n in re.findall(r"/(?:pull|issues)/(\d+)\)", raw)}
         sentences = list(_sentences(body))
         # A source: a link, a results/ path or a traced figure in the
         # sentence or the one before or after it.
@@ -165,6 +245,31 @@ def check_claims(
                             f"#{number} paraphrased without its link in the paragraph",
                         )
                     )
+            out += _defects(
+                sentence, raw[start : start + len(sentence)], where, figures
+            )
+            m = TOOL_CLAIM.search(sentence)
+            if m and not has[i]:
+                out.append(
+                    (
+                        where + m.start(),
+                        f"what {m.group(0)[:40]!r}... does is claimed with no "
+                        "source beside it (a link, a results/ path or a traced "
+                        "figure)",
+                    )
+                )
+            m = DEVICE.search(sentence)
+            if m and not NOT_A_RESULT.search(sentence):
+                ran = any(_names(f[2], m.group(1)) for f in figures)
+                if not ran:
+                    out.append(
+                        (
+                            where + m.start(),
+                            f"a result put on {m.group(1)}, where no figure of "
+                            "its paragraph ran (a unit test is not a device "
+                            "result)",
+                        )
+                    )
             m = CAUSE.search(sentence)
             if m and not HEDGE.search(sentence):
                 out.append(
@@ -186,6 +291,39 @@ def check_claims(
             )
         out += _versions(body, at, figures)
     return out
+
+
+def _defects(
+    sentence: str, raw: str, where: int, figures: list[tuple[int, int, str]]
+) -> list[tuple[int, str]]:
+    """Each clause (``;``-separated) that claims a defect in upstream code
+    needs a source in that clause."""
+    out = []
+    offset = 0
+    for clause in sentence.split(";"):
+        m = DEFECT.search(clause)
+        part = raw[offset : offset + len(clause)]
+        if m and "](http" not in part and "results/" not in part:
+            start = where + offset
+            if not any(start <= f[0] < start + len(clause) for f in figures):
+                out.append(
+                    (
+                        start + m.start(),
+                        f"a defect of upstream code ({m.group(0)[:30]!r}) "
+                        "claimed with no source in its clause (a link, a "
+                        "results/ path or a traced figure)",
+                    )
+                )
+        offset += len(clause) + 1
+    return out
+
+
+def _names(source: str, device: str) -> bool:
+    """Whether the result file *source* names *device* (where it ran)."""
+    try:
+        return device in Path(source).read_text(errors="replace")
+    except OSError:
+        return False
 
 
 def _patches(
@@ -291,4 +429,116 @@ def check_post(
                 out.append(
                     (0, f"its figures ran with {key}={value}, which it never says")
                 )
+    return out
+
+
+_BULLET = re.compile(r"^\s*(?:[-*]|\d+\.)\s+(?P<item>.*)$", re.MULTILINE)
+_HEADING = re.compile(r"^#{1,6}\s+(?P<title>.*)$", re.MULTILINE)
+_LINKED = re.compile(r"\]\(https://github\.com/llvm/llvm-project/(?:pull|issues)/(\d+)")
+
+
+def _sections(prose: str) -> Iterator[tuple[str, int, str]]:
+    """(heading, offset of the body, body) of each section of *prose*."""
+    heads = list(_HEADING.finditer(prose))
+    for i, head in enumerate(heads):
+        end = heads[i + 1].start() if i + 1 < len(heads) else len(prose)
+        yield head.group("title"), head.end(), prose[head.end() : end]
+
+
+def check_upstream(
+    prose: str,
+    text: str,
+    name: str,
+    *,
+    root: Path,
+    value: Callable[[str], object],
+    sources: list[Path],
+    series: Series | None,
+) -> list[tuple[int, str]]:
+    """What the review of RFC v4 found: a measured case filed as not run, a
+    claim a result contradicts, the followed-up PR's state unsaid, upstream
+    threads a maintainer would raise not cited. *value* resolves a figure
+    reference (``FILE#SELECTOR``)."""
+    out: list[tuple[int, str]] = []
+    stem = Path(name).stem
+    for heading, at, body in _sections(prose):
+        if not NOT_RUN_HEADING.search(heading):
+            continue
+        for item in _BULLET.finditer(body):
+            for case in MEASURED:
+                m = case.pattern.search(item.group("item"))
+                if m is None:
+                    continue
+                ran = [
+                    p
+                    for p in sorted(root.glob(case.results))
+                    if _has(value, p.relative_to(root).as_posix(), case.pointer)
+                ]
+                if ran:
+                    where = ran[-1].relative_to(root).as_posix()
+                    out.append(
+                        (
+                            at + item.start("item") + m.start(),
+                            f"{case.what} was run ({where}#{case.pointer}): "
+                            f"under {heading!r}, a result reads as not run",
+                        )
+                    )
+    for claim in CONTRADICTED:
+        for m in claim.pattern.finditer(prose):
+            if _has(value, *claim.ref.split("#", 1), equal=claim.value):
+                out.append(
+                    (
+                        m.start(),
+                        f"{m.group(0)!r}: {claim.ref} contradicts it ({claim.what})",
+                    )
+                )
+    out += _followed_up(prose, text)
+    linked = {int(n) for n in _LINKED.findall(text)}
+    from kdl.rfc import facts
+
+    for number, why in facts.CITES.get(stem, ()):
+        if number not in linked:
+            out.append((0, f"#{number} is not cited ({why})"))
+    return out
+
+
+def _has(
+    value: Callable[[str], object], file: str, pointer: str, *, equal: object = ...
+) -> bool:
+    """Whether *file* has *pointer* (and, with *equal*, that value)."""
+    try:
+        got = value(f"{file}#{pointer}")
+    except WorkspaceError:
+        return False
+    return equal is ... or got == equal
+
+
+def _followed_up(prose: str, text: str) -> list[tuple[int, str]]:
+    """An open PR the title names: the post says it is open, and since when
+    it has had no review (its latest date in the thread)."""
+    from kdl.rfc import facts
+
+    title = text.split("\n", 1)[0]
+    out: list[tuple[int, str]] = []
+    for number in (int(n) for n in re.findall(r"#(\d{5,7})", title)):
+        try:
+            pr = facts.pr(number)
+        except KeyError:
+            continue
+        if pr.state != "open" or pr.last_seen is None:
+            continue
+        said = [
+            p
+            for p in _PARAGRAPH.finditer(prose)
+            if pr.last_seen in p.group(0) and re.search(r"\bopen\b", p.group(0))
+        ]
+        if not said:
+            out.append(
+                (
+                    0,
+                    f"#{number} is followed up, but the post never says it is "
+                    f"open with no review since {pr.last_seen} (its thread, as "
+                    "read)",
+                )
+            )
     return out

@@ -19,10 +19,15 @@ class PullRequest:
     title: str | None  # None: not read verbatim; the table shows the effect
     state: str  # "merged", "open" or "closed", as read in 2026-11
     what: str  # what it did, in one sentence, for the history table
+    #: Its first and its latest dated entry in the stored thread (description,
+    #: review, comment), where read: a post that follows it up says both.
+    opened: str | None = None
+    last_seen: str | None = None
+    kind: str = "pull"  # or "issues": an issue, linked as such
 
     @property
     def url(self) -> str:
-        return f"{GITHUB}/pull/{self.number}"
+        return f"{GITHUB}/{self.kind}/{self.number}"
 
 
 #: Pull requests the posts cite, oldest first. Titles and states were read
@@ -52,11 +57,23 @@ HISTORY: tuple[PullRequest, ...] = (
         "solution that 'might not be overly optimal'",
     ),
     PullRequest(
+        149284,
+        "[offload] Allow liboffload cuda plugin to accept PTX binaries as input",
+        "open",
+        "an issue: users of liboffload build PTX into a cubin themselves; "
+        "liboffload should detect PTX, build and link it",
+        opened="2025-07-17",
+        last_seen="2025-07-17",
+        kind="issues",
+    ),
+    PullRequest(
         156955,
-        None,
+        "[Offload] Support loading CUDA fat binaries",
         "open",
         "lets the CUDA plugin load fatbinaries, so the CUDA driver chooses "
         "among their images",
+        opened="2025-09-04",
+        last_seen="2025-09-04",
     ),
     PullRequest(
         169425,
@@ -99,6 +116,8 @@ HISTORY: tuple[PullRequest, ...] = (
         "OffloadBinary support for all plugins with `isMetadataCompatible`; "
         "loads the first compatible image and leaves any other policy to a "
         "follow-up",
+        opened="2026-03-12",
+        last_seen="2026-04-07",
     ),
     PullRequest(
         167580,
@@ -143,6 +162,18 @@ HISTORY: tuple[PullRequest, ...] = (
         "several plugins accept one image",
     ),
 )
+
+
+#: What each post must cite, and why: the upstream threads a maintainer
+#: would bring up first (the review of RFC v4).
+CITES: dict[str, tuple[tuple[int, str], ...]] = {
+    "ranked-selection": (
+        (186088, "the PR it follows up"),
+        (139147, "libomptarget's first-compatible rule"),
+        (149284, "the request the CUDA plugin's PTX patch (0008) answers"),
+        (156955, "the CUDA alternative, where the driver chooses"),
+    ),
+}
 
 
 def pr(number: int) -> PullRequest:

@@ -9,7 +9,10 @@ A reference names a value in a file under the workspace root. Selectors:
 ``/a?count=FIELD:VALUE``
     how many items of the array at the pointer have ``FIELD == VALUE``;
 ``insertions``, ``deletions``, ``files``
-    counted from the hunks of a ``.patch`` file.
+    counted from the hunks of a ``.patch`` file;
+``match=REGEX``
+    in a text file (a tool's output as it printed it), the first match of
+    REGEX (Python syntax, multi-line): its first group, or the whole match.
 
 Templates name them in figure slots (:mod:`kdl.rfc.template`).
 """
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,6 +77,20 @@ def _patch_stat(text: str, what: str) -> int:
     return {"insertions": ins, "deletions": dels, "files": files}[what]
 
 
+def _match(path: Path, pattern: str, ref: str) -> str:
+    try:
+        text = path.read_text(errors="replace")
+    except OSError as exc:
+        raise SourceError(f"{ref}: cannot read {path.name}") from exc
+    try:
+        found = re.search(pattern, text, re.MULTILINE)
+    except re.error as exc:
+        raise SourceError(f"{ref}: not a regular expression ({exc})") from None
+    if found is None:
+        raise SourceError(f"{ref}: no match in {path.name}")
+    return found.group(1) if found.re.groups else found.group(0)
+
+
 @dataclass
 class Resolver:
     """Resolve references against files under *root* (cached).
@@ -113,6 +131,8 @@ class Resolver:
         if not sep or not file_part:
             raise SourceError(f"{ref}: expected FILE#SELECTOR")
         path = self.root / self.source(file_part)
+        if selector.startswith("match="):
+            return _match(path, selector.removeprefix("match="), ref)
         if file_part.endswith(".patch"):
             if selector not in ("insertions", "deletions", "files"):
                 raise SourceError(f"{ref}: unknown patch selector {selector!r}")

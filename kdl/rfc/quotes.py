@@ -1,7 +1,8 @@
 """Blocks a post quotes from the workspace, rendered again by the checker.
 
 A template line ``{{quote FILE#KIND:ARG}}`` becomes the block the renderer of
-KIND gives for FILE; ``kdl rfc --check`` renders it again and requires the
+KIND gives for FILE (``table``, ``text``, ``lines``, ``run``, a JSON
+pointer); ``kdl rfc --check`` renders it again and requires the
 post to hold exactly that text.
 """
 
@@ -112,9 +113,22 @@ def quote_text(path: Path, selector: str) -> str:
     return "\n".join(code(path.read_text())) + "\n"
 
 
+def quote_lines(path: Path, selector: str) -> str:
+    """``FILE#lines:A-B``: lines A to B (1-based, inclusive) of a text file
+    (part of a tool's output), in a code fence."""
+    first, _, last = selector.partition(":")[2].partition("-")
+    if not (first.isdigit() and last.isdigit()) or not 0 < int(first) <= int(last):
+        raise ValueError(f"{path.name}: expected lines:A-B, got {selector!r}")
+    lines = path.read_text().splitlines()
+    if int(last) > len(lines):
+        raise ValueError(f"{path.name}: has {len(lines)} lines, not {last}")
+    return "\n".join(code("\n".join(lines[int(first) - 1 : int(last)]))) + "\n"
+
+
 QUOTE_RENDERERS: dict[str, Callable[[Path, str], str]] = {
     "table": quote_table,
     "text": quote_text,
+    "lines": quote_lines,
     "": quote_json_text,
     "run": quote_run,
 }

@@ -134,10 +134,10 @@ DEFECTS = [
         "cost-labelled-with-another-version",
         RANKED,
         _swap(
-            "On an H100, beside my stand-in loop",
-            "On an H100, series v6's follow-up, beside my stand-in loop",
+            "against my stand-in loop: warm",
+            "against my stand-in loop, series v6's follow-up: warm",
         ),
-        "'v6' labels figures that measured series v10",
+        "'v6' labels figures that measured series v",
     ),
     (
         "registerlib-asks-liboffload",
