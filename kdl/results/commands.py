@@ -16,6 +16,7 @@ from pathlib import Path
 
 from kdl import paths, record
 from kdl.errors import UsageError, WorkspaceError
+from kdl.files import read_regular
 from kdl.results import gpufiles, realruntimes
 
 
@@ -30,10 +31,14 @@ def cmd_results(args: argparse.Namespace) -> int:
         if args.raw is None:
             raise WorkspaceError("kdl results import needs the raw file")
         try:
-            is_cost = "cost" in json.loads(Path(args.raw).read_text())
-        except (OSError, ValueError) as exc:
-            raise WorkspaceError(f"{args.raw}: not a raw JSON file ({exc})") from None
-        if is_cost:
+            doc = json.loads(read_regular(args.raw))
+        except ValueError as exc:
+            raise WorkspaceError(
+                f"{args.raw}: not a raw JSON file (not JSON: {exc})"
+            ) from None
+        if not isinstance(doc, dict):
+            raise WorkspaceError(f"{args.raw}: not a raw JSON file (not a JSON object)")
+        if "cost" in doc:
             raise WorkspaceError(
                 f"{args.raw}: a raw file of the cost section, which measured the "
                 "retired shim; nothing reads it any more"

@@ -85,8 +85,16 @@ def dump(doc: Json) -> str:
 
 
 def import_raw(src: Path, dst: Path = RAW) -> Path:
+    """Compact the raw file *src* into *dst*; one laid out otherwise than
+    the harness writes is refused in one line, *dst* untouched."""
+    try:
+        compacted = compact(load_json(src))
+    except (AttributeError, TypeError, KeyError) as exc:
+        raise WorkspaceError(
+            f"{src}: not a raw file of the GPU harness ({type(exc).__name__}: {exc})"
+        ) from None
     dst.parent.mkdir(parents=True, exist_ok=True)
-    dst.write_text(json.dumps(compact(load_json(src)), sort_keys=True) + "\n")
+    dst.write_text(json.dumps(compacted, sort_keys=True) + "\n")
     return dst
 
 
