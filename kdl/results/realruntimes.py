@@ -54,6 +54,8 @@ DIR_V8 = RESULTS_GPU / "real-runtimes-v8"
 DIR_V10_RUN1 = RESULTS_GPU / "real-runtimes-v10-run1"
 #: Series v10's run with every build on the same LLVM code (the loop's too).
 DIR_V10 = RESULTS_GPU / "real-runtimes-v10"
+#: Series v11's run, beside v10 ("previous") and the loop.
+DIR_V11 = RESULTS_GPU / "real-runtimes-v11"
 RUNTIMES = {
     "main": "LLVM main 7e3c57157096 (Debian snapshot)",
     "22-base": "22.1.8 as released",
