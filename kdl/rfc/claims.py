@@ -502,6 +502,35 @@ def check_upstream(
     return out
 
 
+def check_posted_version(
+    name: str, root: Path, sources: list[Path], series: Series | None
+) -> list[tuple[int, str]]:
+    """A post the series posts (``post: rfc NAME``) shows figures of the
+    version it posts: the newest series version each result file says it
+    measured must be that one. (``kdl rfc --check`` calls it once the RFC's
+    cost figures are the posted version's; see docs/rfc.md.)"""
+    if series is None or series.version is None:
+        return []
+    if Path(name).stem not in series.own:
+        return []
+    out: list[tuple[int, str]] = []
+    for source in sorted(set(sources)):
+        try:
+            said = {int(v) for v in MEASURED_VERSION.findall(source.read_text())}
+        except OSError:
+            continue
+        if said and max(said) != series.version:
+            shown = source.relative_to(root) if source.is_relative_to(root) else source
+            out.append(
+                (
+                    0,
+                    f"its figures from {shown} measured series v{max(said)}; "
+                    f"the series it posts is v{series.version}",
+                )
+            )
+    return out
+
+
 def _has(
     value: Callable[[str], object], file: str, pointer: str, *, equal: object = ...
 ) -> bool:

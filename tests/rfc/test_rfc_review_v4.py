@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from kdl import rfc as rfc_pkg
-from kdl.rfc import check, figures, quotes
+from kdl.rfc import check, claims, figures, quotes
 from tests.rfc_support import isolate, workspace
 
 Edit = Callable[[str], str]
@@ -239,3 +239,38 @@ def test_a_quote_of_lines_of_a_tool_output(tmp_path: Path) -> None:
     for bad in ("lines:3-2", "lines:0-1", "lines:x", "lines:4-5"):
         with pytest.raises(ValueError):
             quotes.quote_lines(path, bad)
+
+
+def test_figures_of_another_version_than_the_posted_one(
+    drafts: tuple[Path, dict[str, str]],
+) -> None:
+    """The cost figures must be the posted series version's: against a
+    series one version on from the run the draft quotes, they are reported;
+    the drafts the series does not post are not checked."""
+    root, texts = drafts
+    measured = max(
+        int(v)
+        for v in re.findall(
+            r"\bseries v(\d+)\b",
+            (root / "results/gpu/real-runtimes-v10/report.json").read_text(),
+        )
+    )
+    series = claims.load_series(root)
+    assert series is not None
+    sources = [root / "results/gpu/real-runtimes-v10/report.json"]
+    for name in texts:
+        series.version = measured + 1
+        found = claims.check_posted_version(f"{name}.md", root, sources, series)
+        if name == RANKED:
+            assert found == [
+                (
+                    0,
+                    "its figures from results/gpu/real-runtimes-v10/report.json "
+                    f"measured series v{measured}; the series it posts is "
+                    f"v{measured + 1}",
+                )
+            ]
+        else:
+            assert found == []
+        series.version = measured
+        assert claims.check_posted_version(f"{name}.md", root, sources, series) == []
