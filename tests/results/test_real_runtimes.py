@@ -289,3 +289,35 @@ def test_series_v10_beside_a_loop_built_alike() -> None:
     assert {r["verdict"] for r in targets["total_vs_loop"]} == {"met"}
     notes = (where / "NOTES.md").read_text()
     assert "**missed by\n    0.34 us**" in notes and "**met**, +0.12 us" in notes
+
+
+def test_series_v11_beside_v10_and_the_loop() -> None:
+    """Series v11's run (an H100): the choices are v10's; where the device's
+    own most specific entry is first, v11 chooses at the loop's cost and
+    below v10's; the targets' verdicts are the report's."""
+    where = realruntimes.DIR_V11
+    for name, text in realruntimes.generate(where).items():
+        assert (where / name).read_text() == text, f"{name} edited"
+    doc = realruntimes.report(where)
+    assert doc["device"].startswith("NVIDIA H100 80GB HBM3")
+    assert doc["runtimes"]["22-previous"].startswith("22.1.8 + series v10 ")
+    assert doc["runtimes"]["22-series"].startswith("22.1.8 + series v11 ")
+    for image, row in doc["choices"].items():
+        assert row["22-series"]["outcome"] == row["22-previous"]["outcome"], image
+    first = doc["selection"]["containers"]["cost-64-first.bin"]["warm"]
+    median = {v: first[v]["selection_ns"]["median"] for v in first}
+    assert median["series"] < 0.5 * median["previous"]
+    assert median["series"] < median["loop"]
+    verdicts = {
+        (r["container"], r["phase"]): r["verdict"]
+        for r in doc["selection"]["targets"]["selection"]
+    }
+    assert verdicts == {
+        ("cost-4.bin", "warm"): "missed",
+        ("cost-4.bin", "cold"): "missed",
+        ("cost-64.bin", "warm"): "missed",
+        ("cost-64-last.bin", "warm"): "met",
+    }
+    assert {r["verdict"] for r in doc["selection"]["targets"]["total_vs_loop"]} == {
+        "met"
+    }

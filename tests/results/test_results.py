@@ -97,6 +97,7 @@ def test_results_name_their_files() -> None:
         "real-runtimes-v8",
         "real-runtimes-v10-run1",  # test_real_runtimes.py
         "real-runtimes-v10",
+        "real-runtimes-v11",
         "offloadapi-h100-v10",  # test_offloadapi_h200.py
     }, gpu
 
