@@ -180,10 +180,14 @@ if has timer; then
     done
     ORDER=("${ORDER[@]:1}" "${ORDER[0]}")
   done
+  # The warm processes take turns too: a build that always ran last would
+  # carry any drift of the machine over the run.
+  read -r -a ORDER <<<"$TIMERS"
   for i in $(seq 1 "${KDL_TIMER_WARM_PROCS:-3}"); do
     for f in "${TFILES[@]}"; do
-      for v in $TIMERS; do timed $v "$f" warm "$i" "${KDL_TIMER_WARM:-1000}"; done
+      for v in "${ORDER[@]}"; do timed $v "$f" warm "$i" "${KDL_TIMER_WARM:-1000}"; done
     done
+    ORDER=("${ORDER[@]:1}" "${ORDER[0]}")
   done
   wc -l "$OUT/timer-22.jsonl"
 fi
