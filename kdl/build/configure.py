@@ -59,10 +59,9 @@ def configure(
 
 def _why_again(build_dir: Path, argv: Sequence[str]) -> str:
     """Why a build directory with a CMake cache is configured again."""
-    stamp = build_dir / STAMP
-    if not stamp.is_file() or not (build_dir / "build.ninja").is_file():
+    if not is_configured(build_dir):
         return "the cmake that configured it did not finish"
-    before = shlex.split(stamp.read_text())
+    before = shlex.split((build_dir / STAMP).read_text())
     changed = [a for a in argv if a not in before] + [
         f"no {a}" for a in before if a not in argv
     ]
