@@ -24,6 +24,17 @@ log = logging.getLogger("kdl")
 Handler = Callable[[argparse.Namespace], int]
 
 
+def _count(text: str) -> int:
+    """An argparse type: a whole number of 1 or more."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of 1 or more")
+    return value
+
+
 def _handler(target: str) -> Handler:
     """Return a function that imports ``module:function`` lazily and calls it."""
     module, func = target.split(":")
@@ -241,7 +252,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _llvm_arg(p, required=False)
     p.add_argument("--build-dir", type=Path, metavar="DIR", help="build directory")
-    p.add_argument("-j", "--jobs", type=int, metavar="N", help="parallel jobs")
+    p.add_argument("-j", "--jobs", type=_count, metavar="N", help="parallel jobs")
     p.add_argument(
         "--full",
         action="store_true",
@@ -312,7 +323,9 @@ def build_parser() -> argparse.ArgumentParser:
         "run libFuzzer (ASan, UBSan) on the series' rank, the model of the "
         "plugins' acceptance and the container reader",
     )
-    p.add_argument("--seconds", type=int, default=60, metavar="N", help="how long [60]")
+    p.add_argument(
+        "--seconds", type=_count, default=60, metavar="N", help="how long [60]"
+    )
 
     # --- The two README commands ----------------------------------------------
     p = add(

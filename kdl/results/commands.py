@@ -17,7 +17,7 @@ from pathlib import Path
 from kdl import paths, record
 from kdl.errors import UsageError, WorkspaceError
 from kdl.files import read_regular
-from kdl.results import gpufiles, realruntimes
+from kdl.results import gpufiles, gpureport, realruntimes
 
 
 def cmd_results(args: argparse.Namespace) -> int:
@@ -27,6 +27,8 @@ def cmd_results(args: argparse.Namespace) -> int:
         for path in record.record():
             print(f"recorded: {path.relative_to(paths.ROOT)}")
         return 0
+    if getattr(args, "dry_run", False):
+        return _dry_run(args)
     if args.action == "import":
         if args.raw is None:
             raise WorkspaceError("kdl results import needs the raw file")
@@ -57,4 +59,16 @@ def cmd_results(args: argparse.Namespace) -> int:
         ),
     ]:
         print(path)
+    return 0
+
+
+def _dry_run(args: argparse.Namespace) -> int:
+    """Say what the action would write; write nothing."""
+    if args.action == "import" and args.raw is None:
+        raise WorkspaceError("kdl results import needs the raw file")
+    what = {
+        "import": f"compact {args.raw} into {gpureport.RAW}",
+        "report": "regenerate the reports of results/gpu/",
+    }[args.action]
+    print(f"dry run: kdl results {args.action} would {what}; nothing was written")
     return 0

@@ -54,3 +54,36 @@ def test_a_raw_file_that_is_a_fifo_is_refused_at_once(tmp_path: Path) -> None:
     )
     assert (run.returncode, run.stdout) == (1, "")
     assert run.stderr == f"error: {fifo}: not a regular file (a FIFO)\n"
+
+
+def test_a_dry_run_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    raw = tmp_path / "raw.json"
+    raw.write_text("{}")
+    before = {p: p.stat().st_mtime_ns for p in paths.RESULTS.rglob("*") if p.is_file()}
+    assert cli.main(["--dry-run", "results", "import", str(raw)]) == 0
+    assert cli.main(["--dry-run", "results", "report"]) == 0
+    out, err = capsys.readouterr()
+    assert err == ""
+    assert out.splitlines() == [
+        f"dry run: kdl results import would compact {raw} into {gpufiles.RAW}; "
+        "nothing was written",
+        "dry run: kdl results report would regenerate the reports of results/gpu/; "
+        "nothing was written",
+    ]
+    after = {p: p.stat().st_mtime_ns for p in paths.RESULTS.rglob("*") if p.is_file()}
+    assert after == before
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "x"])
+def test_a_count_below_one_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str], value: str
+) -> None:
+    assert cli.main(["fuzz", f"--seconds={value}"]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.splitlines()[-1] == (
+        f"kdl fuzz: error: argument --seconds: {value!r} is not a whole number "
+        "of 1 or more"
+    )
