@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from kdl import cli, paths
-from kdl.results import gpufiles
+from kdl.results import gpureport
 
 
 @pytest.mark.parametrize(
@@ -30,7 +30,7 @@ def test_a_raw_file_that_is_none_is_one_line(
 ) -> None:
     raw = tmp_path / "raw.json"
     raw.write_bytes(text.encode("latin-1"))
-    before = gpufiles.RAW.stat().st_mtime_ns
+    before = gpureport.RAW.stat().st_mtime_ns
     assert cli.main(["results", "import", str(raw)]) == 1
     out, err = capsys.readouterr()
     assert out == "" and err.count("\n") == 1
@@ -38,7 +38,7 @@ def test_a_raw_file_that_is_none_is_one_line(
         assert err.startswith(f"error: {raw}: not a raw file of the GPU harness (")
     else:
         assert err.startswith(f"error: {raw}: not a raw JSON file ({what}")
-    assert gpufiles.RAW.stat().st_mtime_ns == before
+    assert gpureport.RAW.stat().st_mtime_ns == before
 
 
 def test_a_raw_file_that_is_a_fifo_is_refused_at_once(tmp_path: Path) -> None:
@@ -67,7 +67,7 @@ def test_a_dry_run_writes_nothing(
     out, err = capsys.readouterr()
     assert err == ""
     assert out.splitlines() == [
-        f"dry run: kdl results import would compact {raw} into {gpufiles.RAW}; "
+        f"dry run: kdl results import would compact {raw} into {gpureport.RAW}; "
         "nothing was written",
         "dry run: kdl results report would regenerate the reports of results/gpu/; "
         "nothing was written",
