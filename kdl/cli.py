@@ -316,6 +316,14 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="read the state of the cited PRs from api.github.com (skipped offline)",
     )
+    p.add_argument(
+        "--build-dir",
+        type=Path,
+        metavar="DIR",
+        help="draft from this build's own check-offload and check-offload-unit "
+        "runs and its checkout's series version (GPU figures of other versions "
+        "marked)",
+    )
 
     p = add(
         "fuzz",

@@ -29,6 +29,8 @@ that did not change.
 from __future__ import annotations
 
 import logging
+import shlex
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +38,7 @@ from pathlib import Path
 from kdl import paths, proc
 from kdl.build.configure import configure
 from kdl.errors import WorkspaceError
+from kdl.provenance import cmake_cache
 from kdl.series.choose import tree_version
 
 log = logging.getLogger("kdl")
@@ -336,6 +339,8 @@ def build_standalone(
 
 #: The targets of the build directory itself (:func:`write_top_ninja`).
 TOP_CHECKS = ("check-offload", "check-offload-unit")
+#: The script they run through (a copy of :mod:`kdl.build.checkrun`).
+CHECK_RUNNER = "kdl-check.py"
 
 
 def write_top_ninja(
@@ -343,14 +348,27 @@ def write_top_ninja(
 ) -> Path:
     """``BUILD_DIR/build.ninja``: the checks of the builds under it, run from
     the build directory itself (``ninja -C BUILD_DIR check``), each handed to
-    the build that has it. *extra* adds checks: name -> command line."""
+    the build that has it, through ``BUILD_DIR/kdl-check.py``, which keeps
+    lit's results in ``BUILD_DIR/results/`` (:mod:`kdl.build.checkrun`).
+    *extra* adds checks: name -> command line."""
+    from kdl.build import checkrun
+
+    # The checks run through kdl-check.py, which keeps lit's results in
+    # BUILD_DIR/results/ (kdl rfc --build-dir reads them).
+    runner = build.build_dir / CHECK_RUNNER
+    runner.write_text(Path(checkrun.__file__).read_text())
+    # The Python offload's own checks run with (CMake's choice).
+    python = cmake_cache(build.offload).get("_Python3_EXECUTABLE") or sys.executable
+    results = build.build_dir / checkrun.RESULTS
     lines = [
         f"# Written by kdl build --llvm {build.llvm}: the builds under this",
         "# directory (omp, offload, devrtl-*) are CMake's; these targets hand",
-        "# their checks to them. 'ninja check' runs them all.",
+        "# their checks to them. 'ninja check' runs them all; lit's results",
+        f"# stay in {results}.",
         "ninja_required_version = 1.5",
         "rule sub",
-        "  command = ninja -C $dir $what",
+        f"  command = {shlex.join([python, str(runner)])} $what $dir "
+        f"{shlex.join([str(build.llvm), str(results)])}",
         "  description = ninja -C $dir $what",
         "  pool = console",
         "rule run",

@@ -34,11 +34,13 @@ One problem per line, ``FILE:LINE: what``. Problems:
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
-from kdl.rfc import claims
+from kdl.rfc import claims, runs
 from kdl.rfc.figures import Resolver, SourceError
-from kdl.rfc.template import Figure, Quote, evaluate, read_sidecar
+from kdl.rfc.template import Figure, Quote, evaluate, read_context, read_sidecar
 
 #: Prose words (outside code and tables) each post may have; others get
 #: DEFAULT_WORDS. The RFC is read to the end; the vocabulary post is shorter.
@@ -86,8 +88,9 @@ _PARAGRAPH = re.compile(r"[^\n]+(?:\n[^\n]+)*")
 _NUMBER = re.compile(r"(?<![\w\-./])\d+(?:\.\d+)?(?!\w|\.\d)")
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$", re.MULTILINE)
 _ANCHOR = re.compile(r'<a\s+name="([^"]+)"')
-#: The result files a figure's expression reads.
-_SOURCE = re.compile(r"results/[^#\s|]+")
+#: The result files a figure's expression reads (relative to the root: a
+#: build's counts, kdl rfc --build-dir, lie under rfc/out/build/).
+_SOURCE = re.compile(r"[^#\s|]*results/[^#\s|]+|rfc/out/[^#\s|]+")
 
 
 def slug(heading: str) -> str:
@@ -133,9 +136,12 @@ def check_text(
     quotes: list[Quote],
     *,
     series: claims.Series | None = None,
+    marks: Callable[[str], str] | None = None,
 ) -> list[str]:
     """Every problem of one post, as ``NAME:LINE: what`` lines (*series*:
-    what the claims about patches are checked against)."""
+    what the claims about patches are checked against; *marks*: the mark
+    each figure must carry, from its expression, in a draft from a build
+    directory)."""
     problems: list[str] = []
 
     def problem(offset: int, what: str) -> None:
@@ -166,6 +172,7 @@ def check_text(
 
     # Figures: where the sidecar says, and what their sources give now.
     spans: list[tuple[int, int, str]] = []
+    marked: list[tuple[int, int]] = []  # the marks of figures (not prose)
     for f in figures:
         start = _offset(lines, f.line, f.col)
         shown = text[start : start + len(f.text)]
@@ -188,6 +195,10 @@ def check_text(
                     f"figure {f.text!r}: its source now gives {again!r} ({f.expr})",
                 )
         masked = _blank(masked, start, start + len(f.text))
+        masked = _check_mark(text, masked, f, start, marks=marks, problem=problem)
+        if f.mark:
+            at = start + len(f.text) + f.mark_skip
+            marked.append((at, at + len(f.mark)))
 
     # Placeholders, outside figures and quotes.
     for m in _PLACEHOLDER.finditer(masked):
@@ -259,10 +270,38 @@ def check_text(
         problem(m.start(), f"number {m.group(0)} is not a traced figure")
 
     low, high = WORDS.get(Path(name).stem, DEFAULT_WORDS)
-    words = prose_words(text)
+    unmarked = text
+    for begin, end in reversed(marked):
+        unmarked = unmarked[:begin] + unmarked[end:]
+    words = prose_words(unmarked)
     if words < low or words > high:
         problem(0, f"{words} words of prose; this post has {low}-{high}")
     return problems
+
+
+def _check_mark(
+    text: str,
+    masked: str,
+    f: Figure,
+    start: int,
+    *,
+    marks: Callable[[str], str] | None,
+    problem: Callable[[int, str], None],
+) -> str:
+    """The figure's mark: where the sidecar says, and the one its run gives
+    (:mod:`kdl.rfc.runs`); *masked* with the mark blanked."""
+    at = start + len(f.text) + f.mark_skip
+    wanted = marks(f.expr) if marks is not None else f.mark
+    if wanted != f.mark:
+        said = f"marked {f.mark.strip()!r}" if f.mark else "not marked"
+        now = f"{wanted.strip()!r}" if wanted else "no mark"
+        problem(start, f"figure {f.text!r} is {said}; its run now gives {now}")
+    if f.mark:
+        if text[at : at + len(f.mark)] != f.mark:
+            problem(start, f"figure {f.text!r}: its mark {f.mark.strip()!r} is gone")
+        else:
+            masked = _blank(masked, at, at + len(f.mark))
+    return masked
 
 
 def _check_tables(text: str, problem: object) -> int:
@@ -304,5 +343,12 @@ def check_files(files: list[Path], root: Path) -> list[str]:
             problems.append(f"{name}:1: {exc}")
             continue
         text = path.read_text()
-        problems += check_text(text, name, resolver, figures, quotes, series=series)
+        context = read_context(path)
+        marks = None
+        if context is not None:
+            version = context.get("series_version")
+            marks = partial(runs.mark_of, root, version=version)
+        problems += check_text(
+            text, name, resolver, figures, quotes, series=series, marks=marks
+        )
     return problems

@@ -19,6 +19,7 @@ Templates name them in figure slots (:mod:`kdl.rfc.template`).
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import os
 import re
@@ -98,17 +99,23 @@ class Resolver:
     With *record* (a run's record, :mod:`kdl.record`: a directory in the
     layout of ``results/``), a reference to ``results/X`` reads the run's
     ``X`` where the run wrote one, and the recorded ``results/X`` otherwise.
+    With *instead* (glob -> file), a reference to a file the glob matches
+    reads that file (``kdl rfc --build-dir``: the build's own test counts).
     """
 
     root: Path
     quote_renderers: Mapping[str, Callable[[Path, str], str]] | None = None
     record: Path | None = None
+    instead: Mapping[str, Path] | None = None
 
     def __post_init__(self) -> None:
         self._json: dict[Path, Any] = {}
 
     def source(self, file_part: str) -> str:
         """The file, relative to the root, that a reference to *file_part* reads."""
+        for glob, path in (self.instead or {}).items():
+            if fnmatch.fnmatchcase(file_part, glob):
+                return Path(os.path.relpath(path, self.root)).as_posix()
         if self.record is not None and file_part.startswith("results/"):
             run = self.record / file_part.removeprefix("results/")
             if run.is_file():

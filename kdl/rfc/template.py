@@ -23,8 +23,15 @@ difference), which the post must call computed. FORMAT is
 A line that is only ``{{quote REF}}`` becomes the block the quote renderer
 gives for REF (a table copied from a patch).
 
+Lines that are only ``{{if REF}}``, ``{{else}}`` and ``{{end}}`` keep the
+lines between them where REF resolves to a value (not null, false or empty),
+the lines after ``{{else}}`` where it does not (its file must exist): the
+base comparison a build directory may lack (``kdl rfc --build-dir``).
+
 Rendering writes the post with the values in place (no markers: Discourse
-posts them raw) and a sidecar, ``<name>.sources.json``, that lists each
+posts them raw; with *marks*, a figure of a GPU run of another series
+version than the checkout's is followed by its mark, :mod:`kdl.rfc.runs`)
+and a sidecar, ``<name>.sources.json``, that lists each
 figure and quote with its line, column and expression. ``kdl rfc --check``
 reads the sidecar, renders every expression again from the files, and
 requires the post to show exactly that text there.
@@ -34,6 +41,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -42,6 +50,11 @@ from kdl.rfc.figures import _UNIT_NS, Resolver, SourceError
 
 SLOT = re.compile(r"\{\{\s*(?P<body>.*?)\s*\}\}")
 QUOTE_LINE = re.compile(r"^\{\{\s*quote\s+(?P<ref>\S+)\s*\}\}$")
+IF_LINE = re.compile(r"^\{\{\s*if\s+(?P<ref>\S+)\s*\}\}$")
+ELSE_LINE = re.compile(r"^\{\{\s*else\s*\}\}$")
+END_LINE = re.compile(r"^\{\{\s*end\s*\}\}$")
+#: Closing characters a mark goes after (the figure is quoted or code).
+_CLOSERS = '`"'
 OPERATORS = (" / ", " - ")
 FORMATS = ("ns", "us", "ms", "s", "x", "n", "text")
 
@@ -54,6 +67,10 @@ class Figure:
     expr: str
     format: str
     computed: bool
+    #: What follows the figure after *mark_skip* characters: the mark of a
+    #: GPU run of another series version (``kdl rfc --build-dir``).
+    mark: str = ""
+    mark_skip: int = 0
 
 
 @dataclass
@@ -201,8 +218,61 @@ def traced(expr: str, resolver: Resolver) -> str:
     return operator.join(read) if operator else read[0]
 
 
-def render(template: str, resolver: Resolver, where: str) -> Rendered:
-    """Fill every slot of *template*; errors name ``WHERE:LINE``."""
+def _present(resolver: Resolver, ref: str) -> bool:
+    """Whether *ref* names a value (``{{if REF}}``); its file must exist."""
+    file_part = ref.partition("#")[0]
+    if not (resolver.root / resolver.source(file_part)).is_file():
+        raise SourceError(f"{ref}: no such file")
+    try:
+        value = resolver.value(ref)
+    except SourceError:
+        return False
+    return value not in (None, False, "", [], {})
+
+
+def select(template: str, resolver: Resolver, where: str) -> tuple[str, list[int]]:
+    """*template* with each ``{{if}}`` block reduced to the lines its
+    condition keeps, and the template line of each line kept."""
+    kept: list[str] = []
+    lines: list[int] = []
+    open_: list[list[Any]] = []  # [condition, in else, line of the if]
+    for lineno, line in enumerate(template.splitlines(), 1):
+        stripped = line.strip()
+        cond = IF_LINE.match(stripped)
+        if cond:
+            try:
+                open_.append([_present(resolver, cond["ref"]), False, lineno])
+            except SourceError as exc:
+                raise SourceError(f"{where}:{lineno}: {exc}") from None
+        elif ELSE_LINE.match(stripped):
+            if not open_ or open_[-1][1]:
+                raise SourceError(f"{where}:{lineno}: {{{{else}}}} without {{{{if}}}}")
+            open_[-1][1] = True
+        elif END_LINE.match(stripped):
+            if not open_:
+                raise SourceError(f"{where}:{lineno}: {{{{end}}}} without {{{{if}}}}")
+            open_.pop()
+        elif all(c != in_else for c, in_else, _ in open_):
+            kept.append(line)
+            lines.append(lineno)
+    if open_:
+        raise SourceError(f"{where}:{open_[-1][2]}: {{{{if}}}} without {{{{end}}}}")
+    return "\n".join(kept) + "\n", lines
+
+
+def render(
+    template: str,
+    resolver: Resolver,
+    where: str,
+    marks: Callable[[str], str] | None = None,
+) -> Rendered:
+    """Fill every slot of *template*; errors name ``WHERE:LINE``. *marks*
+    gives the mark that follows a figure, from its traced expression."""
+    template, origin = select(template, resolver, where)
+
+    def at(lineno: int) -> int:
+        return origin[lineno - 1] if 0 < lineno <= len(origin) else lineno
+
     out: list[str] = []
     figures: list[Figure] = []
     quotes: list[Quote] = []
@@ -212,7 +282,7 @@ def render(template: str, resolver: Resolver, where: str) -> Rendered:
             try:
                 block = resolver.quote(quote["ref"]).rstrip("\n").splitlines()
             except (SourceError, OSError, ValueError, KeyError, IndexError) as exc:
-                raise SourceError(f"{where}:{lineno}: {exc}") from None
+                raise SourceError(f"{where}:{at(lineno)}: {exc}") from None
             ref = traced(quote["ref"], resolver)
             quotes.append(Quote(len(out) + 1, len(out) + len(block), ref))
             out += block
@@ -227,24 +297,26 @@ def render(template: str, resolver: Resolver, where: str) -> Rendered:
             try:
                 shown, computed = evaluate(expr, fmt, resolver)
             except SourceError as exc:
-                at = _source_line(template, lineno, m.group(0))
-                raise SourceError(f"{where}:{at}: {exc}") from None
-            figures.append(
-                Figure(
-                    len(out) + 1,
-                    len(text),
-                    shown,
-                    traced(expr, resolver),
-                    fmt,
-                    computed,
-                )
-            )
+                found = _source_line(template, lineno, m.group(0))
+                raise SourceError(f"{where}:{at(found)}: {exc}") from None
+            read = traced(expr, resolver)
+            figure = Figure(len(out) + 1, len(text), shown, read, fmt, computed)
+            figure.mark = marks(read) if marks else ""
             text += shown
             last = m.end()
+            if figure.mark:
+                # After the quote or code span the figure closes, if any.
+                closer = line[last : last + 1]
+                if closer and closer in _CLOSERS and text.count(closer) % 2:
+                    figure.mark_skip = 1
+                    text += closer
+                    last += 1
+                text += figure.mark
+            figures.append(figure)
         text += line[last:]
         if "{{" in text or "}}" in text:
-            at = _source_line(template, lineno, "{{" if "{{" in text else "}}")
-            raise SourceError(f"{where}:{at}: an unclosed or empty slot")
+            found = _source_line(template, lineno, "{{" if "{{" in text else "}}")
+            raise SourceError(f"{where}:{at(found)}: an unclosed or empty slot")
         out.append(text)
     return Rendered("\n".join(out) + "\n", figures, quotes)
 
@@ -265,3 +337,13 @@ def read_sidecar(post: Path) -> tuple[list[Figure], list[Quote]]:
         raise SourceError(f"{path}: no sidecar (run 'kdl rfc' to draft)") from None
     except (ValueError, KeyError, TypeError) as exc:
         raise SourceError(f"{path}: not a sources sidecar ({exc})") from None
+
+
+def read_context(post: Path) -> dict[str, Any] | None:
+    """The sidecar's ``context`` (a draft from a build directory), if any."""
+    try:
+        doc = json.loads(sidecar_path(post).read_text())
+    except (OSError, ValueError):
+        return None
+    context = doc.get("context") if isinstance(doc, dict) else None
+    return context if isinstance(context, dict) else None
