@@ -130,7 +130,8 @@ def _layout(build_dir: Path) -> tuple[Path, Path]:
         (build_dir / "series" / RESULTS, build_dir / "series" / "offload"),
     ):
         if (results / "check-offload.xml").exists():
-            return results, standalone_offload(offload.parent) or offload
+            # A full LLVM build's own cache names the checkout's llvm/.
+            return results, standalone_offload(offload.parent) or offload.parent
     xml = build_dir / RESULTS / "check-offload.xml"
     record = build_dir / RESULTS / "check-offload.run.json"
     if record.is_file():
@@ -143,6 +144,15 @@ def _layout(build_dir: Path) -> tuple[Path, Path]:
         raise UsageError(
             f"{build_dir}: not a build directory (no build.ninja); the one "
             "'python3 scripts/build.py --llvm TREE --build-dir DIR' made"
+        )
+    if (
+        standalone_offload(build_dir) is None
+        and (build_dir / "CMakeCache.txt").exists()
+    ):
+        raise WorkspaceError(
+            f"{xml}: no such file: a full LLVM build keeps no results of its "
+            f"own; run mkdir -p {xml.parent} && LIT_OPTS='--xunit-xml-output "
+            f"{xml}' ninja -C {build_dir} check-offload"
         )
     if not (build_dir / "kdl-check.py").is_file():
         raise WorkspaceError(

@@ -263,6 +263,34 @@ def test_a_run_of_the_base_is_not_drafted_from(user: User) -> None:
     assert "carries no patch of test-series: its base" in err
 
 
+def test_a_full_llvm_build_with_lit_told_where(user: User, tmp_path: Path) -> None:
+    """A --full build's check-offload is CMake's: no kdl-check.py. The error
+    says how to keep lit's results; run so, they are drafted from."""
+    full = tmp_path / "full"
+    _offload_build(full, user.llvm)
+    (full / "CMakeCache.txt").write_text(
+        f"CMAKE_HOME_DIRECTORY:INTERNAL={user.llvm / 'llvm'}\n"
+    )
+    code, err = _cli(user, full)
+    assert code == 1
+    command = re.search(r"; run (mkdir -p .*check-offload)$", err.strip())
+    assert command, err
+    done = subprocess.run(
+        command.group(1), shell=True, capture_output=True, check=False
+    )
+    assert done.returncode == 0, done
+    user.build = full
+    posts = user.draft()
+    text = _text(posts)
+    assert "My build of series v11 (" in text
+    # No CHECK_OPENMP_ENV in this build: the post says nothing of it.
+    assert (
+        "gives 4 passed (xunit counts expected failures as passed) and 0 failed "
+        "with the series (its base not run); I did not run `check-offload-unit`.\n"
+    ) in text
+    assert check.check_files(list(posts.values()), user.root) == []
+
+
 # --- which version the checkout carries -------------------------------------------
 
 
