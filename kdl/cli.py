@@ -64,10 +64,20 @@ def _series_args(p: argparse.ArgumentParser) -> None:
 
 
 def _proposals_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
+    """What goes on top of the stack: by default the proposals' first patches
+    (the OffloadBinary keys and the loop's use of them), or what the branch
+    carries."""
+    on_top = p.add_mutually_exclusive_group()
+    on_top.add_argument(
+        "--posting-stack",
+        action="store_true",
+        help="the posted series alone, without patches/proposals on top",
+    )
+    on_top.add_argument(
         "--proposals",
         action="store_true",
-        help="with patches/proposals on top (variant_priority, #gpu.runtime_select)",
+        help="with every patch of patches/proposals on top (also "
+        "#gpu.runtime_select; by default only variant_priority and variant_tag)",
     )
 
 
@@ -142,7 +152,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = add(
         "apply",
         "series.commands:cmd_apply",
-        "apply the series to an llvm-project checkout",
+        "apply the series to an llvm-project checkout, with the OffloadBinary "
+        "keys of patches/proposals on top (--posting-stack: without)",
     )
     _series_args(p)
     _proposals_arg(p)
@@ -166,10 +177,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add("status", "series.commands:cmd_status", "which patches are on the branch")
     _series_args(p)
+    _proposals_arg(p)
     p.add_argument("--json", action="store_true", help="print one JSON document")
 
     p = add("revert", "series.commands:cmd_revert", "remove the series' commits")
     _series_args(p)
+    _proposals_arg(p)
     p.add_argument(
         "--force",
         action="store_true",
@@ -178,6 +191,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add("export", "series.commands:cmd_export", "rewrite patches/ from the branch")
     _series_args(p)
+    _proposals_arg(p)
     p.add_argument(
         "-m",
         "--message",

@@ -32,7 +32,7 @@ from kdl.series.checkout import Checkout
 from kdl.series.diagnose import explain, made_against
 from kdl.series.gitstate import Interrupted, last_line
 from kdl.series.match import Match, PatchInfo, classify, diff_files, failed_paths
-from kdl.series.model import PROPOSALS, FileBase, Series
+from kdl.series.model import FileBase, Series, patch_range, split_recorded
 from kdl.series.undo import Start, Undo, apply_lock, deferred_sigint
 
 #: ``git am`` with every setting that could change the commits pinned.
@@ -102,7 +102,7 @@ def apply_series(
         if recover_only:
             return 0
         # The proposals go on the stack's branch.
-        stack = series.name.removesuffix(PROPOSALS)
+        stack = split_recorded(series.name)[0]
         plan = _plan(co, series, branch or f"kdl/{stack}", base)
         stale = next((m.patch for m in plan.matches if m.state == "stale"), None)
         if replace_stale and stale:
@@ -163,7 +163,7 @@ def _plan(co: Checkout, series: Series, branch: str, base: str | None) -> _Plan:
     recorded = None
     if exists:
         base_sha, base_ref, matches, recorded = _existing_branch(
-            co, branch, base, infos
+            co, branch, base, infos, series.name
         )
     else:
         base_sha = co.rev(base or "HEAD")
@@ -342,7 +342,7 @@ def _print_plan(co: Checkout, plan: _Plan) -> None:
 
 
 def _existing_branch(
-    co: Checkout, branch: str, base: str | None, infos: list[PatchInfo]
+    co: Checkout, branch: str, base: str | None, infos: list[PatchInfo], wanted: str
 ) -> tuple[str, str | None, list[Match], str]:
     meta = co.meta(branch)
     if meta is None:
@@ -359,12 +359,30 @@ def _existing_branch(
     matches = classify(infos, co.commits(base_sha, branch), meta.applied)
     foreign = [m.commit for m in matches if not m.ours]
     if foreign:
+        _refuse_fewer_proposals(branch, meta.series, wanted)
         listed = "; ".join(f"{c.sha[:12]} {c.subject}" for c in foreign[:3])
         raise GitError(
             f"{co.root}: {branch} has commits that are not the series' ({listed}); "
             "pick another name with --branch"
         )
     return base_sha, meta.base_ref, matches, meta.series
+
+
+def _refuse_fewer_proposals(branch: str, recorded: str, wanted: str) -> None:
+    """Refuse, in one line, to apply fewer proposals than the branch
+    carries (apply adds commits; it never drops the proposals on top)."""
+    _, on_top = split_recorded(recorded)
+    _, want = split_recorded(wanted)
+    if on_top == 0 or want is None or (on_top is not None and on_top <= want):
+        return
+    carried = (
+        "all the proposals" if on_top is None else f"proposals {patch_range(on_top)}"
+    )
+    raise GitError(
+        f"{branch} carries {carried} on top of the stack ({recorded}), more "
+        "than this apply takes; 'kdl revert' first, then apply again "
+        "(--posting-stack: the stack alone)"
+    )
 
 
 def _refuse_out_of_order(

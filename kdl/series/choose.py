@@ -18,6 +18,12 @@ in this order, and say which in one line:
 
 A source tree without git (a release tarball) gets the commands that make
 it a checkout.
+
+On top of the stack go the proposals whose series names it (``on:``):
+by default the first ones its ``apply: 1-N`` names (the metadata keys and
+the loop's use of them), all of them with ``--proposals``, none with
+``--posting-stack``; a branch records what it carries, and later commands
+take that.
 """
 
 from __future__ import annotations
@@ -32,7 +38,7 @@ from pathlib import Path
 from kdl import paths
 from kdl.errors import UsageError, WorkspaceError
 from kdl.series.checkout import LLVM_MARKERS, Checkout
-from kdl.series.model import PROPOSALS, Header, read_header
+from kdl.series.model import Header, patch_range, read_header, split_recorded
 
 #: Where the version is set, newest layout first.
 VERSION_FILES = ("cmake/Modules/LLVMVersion.cmake", "llvm/CMakeLists.txt")
@@ -92,13 +98,39 @@ class Choice:
     #: The checkout's version (None where it has no version file).
     version: str | None
     why: str
-    #: The proposals go on top (``--proposals``, or the branch carries them).
-    proposals: bool = False
+    #: How many of the proposals go on top (the first N of
+    #: :attr:`proposals_file`; 0: the posting stack alone).
+    proposals: int = 0
+    #: The series of proposals that goes on this stack, if one does.
+    proposals_file: Path | None = None
 
     def line(self) -> str:
         made = f", made for LLVM {self.header.llvm}" if self.header.llvm else ""
-        top = f" + {shown(paths.PROPOSALS_SERIES)}" if self.proposals else ""
+        top = ""
+        if self.proposals and self.proposals_file is not None:
+            top = f" + {shown(self.proposals_file)} {patch_range(self.proposals)}"
         return f"series: {shown(self.file)}{top} ({self.header.name}{made}): {self.why}"
+
+
+#: What ``--posting-stack`` and ``--proposals`` ask for.
+POSTING_STACK, ALL_PROPOSALS = "posting-stack", "proposals"
+
+
+def proposals_for(stack: Header, roots: list[Path]) -> Header | None:
+    """The series of proposals under *roots* that names *stack* in its
+    ``on:`` line, if one does; two are an error."""
+    seen: dict[Path, Header] = {}
+    for root in roots:
+        for f in index_files(root):
+            if f.resolve() not in seen and f.resolve() != stack.path.resolve():
+                seen[f.resolve()] = read_header(f)
+    found = [h for h in seen.values() if stack.name in h.on]
+    if len(found) > 1:
+        raise UsageError(
+            f"several series of proposals go on '{stack.name}' "
+            f"({', '.join(shown(h.path) for h in found)}); one may"
+        )
+    return found[0] if found else None
 
 
 def not_a_checkout(llvm: Path) -> WorkspaceError | None:
@@ -135,12 +167,76 @@ def choose(
     *,
     check_version: bool = False,
     patches: Path | None = None,
-    proposals: bool = False,
+    proposals: str | None = None,
 ) -> Choice:
     """The series for the checkout at *llvm* (see the module's docstring).
 
     *check_version* (apply, check): a given or carried series made for
-    another major than the checkout's is refused."""
+    another major than the checkout's is refused. *proposals*:
+    :data:`POSTING_STACK` or :data:`ALL_PROPOSALS` as the user asked, None
+    for what the branch carries, else the proposals' default."""
+    choice, carried = _choose_stack(
+        llvm, given, check_version=check_version, patches=patches
+    )
+    # The proposals beside a given series (or one folder up, as a backport's
+    # folder is), else those under patches/.
+    where = choice.file.parent
+    roots = [where, where.parent] if given is not None else [patches or paths.PATCHES]
+    top = proposals_for(choice.header, roots)
+    if given is not None and top is not None and proposals is None:
+        # A given stack: the branch's record still says which proposals it
+        # carries on it.
+        recorded = carried_by_branch(llvm)
+        name, on_top = split_recorded(recorded[1]) if recorded else ("", 0)
+        if name == choice.header.name:
+            carried = -1 if on_top is None else on_top
+    if proposals == POSTING_STACK:
+        count = 0
+    elif proposals == ALL_PROPOSALS:
+        if top is None:
+            raise UsageError(
+                f"--proposals: no series of proposals goes on "
+                f"'{choice.header.name}' (none under "
+                f"{shown(roots[0])} names it in an 'on:' line)"
+            )
+        count = _total(top)
+    elif carried is None:
+        count = top.apply_default if top is not None else 0
+    elif carried == 0:
+        count = 0  # the branch carries the stack alone
+    elif top is None:
+        raise UsageError(
+            f"{choice.why.removesuffix(' carries it')} carries proposals on "
+            f"'{choice.header.name}', and no series of proposals under "
+            f"{shown(roots[0])} goes on it (none names it in an 'on:' line); "
+            "pass --posting-stack"
+        )
+    else:
+        count = _total(top) if carried < 0 else min(carried, _total(top))
+    return dataclasses.replace(
+        choice,
+        proposals=count,
+        proposals_file=top.path if top is not None else None,
+    )
+
+
+def _total(proposals: Header) -> int:
+    """How many patches the series of proposals has."""
+    from kdl.series.model import load
+
+    return len(load(proposals.path).patches)
+
+
+def _choose_stack(
+    llvm: Path,
+    given: Path | None,
+    *,
+    check_version: bool,
+    patches: Path | None,
+) -> tuple[Choice, int | None]:
+    """The stack: given, carried by the branch or made for the version; and
+    how many proposals the branch carries on it (-1: all of them; None: the
+    stack is not the branch's)."""
     llvm = llvm.expanduser()
     if not llvm.exists():
         raise UsageError(f"{llvm}: no such directory (an llvm-project checkout)")
@@ -152,23 +248,23 @@ def choose(
     version = tree_version(llvm) if llvm.is_dir() else None
     found = headers(patches)
     choice: Choice | None = None
+    on_branch: int | None = None
     if given is not None:
         header = read_header(given.expanduser().absolute())
         choice = Choice(header.path, header, version, "given with --series")
     carried = carried_by_branch(llvm) if choice is None else None
     if carried is not None:
-        branch, name = carried
-        if name.endswith(PROPOSALS):
-            name, proposals = name[: -len(PROPOSALS)], True
+        branch, recorded = carried
+        name, on_top = split_recorded(recorded)
         match = [h for h in found if h.name == name]
         if not match:
             raise UsageError(
-                f"{branch} carries the series '{name}', which no index under "
+                f"{branch} carries the series '{recorded}', which no index under "
                 f"{shown(patches or paths.PATCHES)} names; pass --series FILE"
             )
         choice = Choice(match[0].path, match[0], version, f"{branch} carries it")
+        on_branch = -1 if on_top is None else on_top
     if choice is not None:
-        choice = dataclasses.replace(choice, proposals=proposals)
         header = choice.header
         mismatch = bool(version and header.llvm and major_of(version) != header.llvm)
         if check_version and version and mismatch:
@@ -179,7 +275,7 @@ def choose(
                 f"LLVM {header.llvm}{instead} made for LLVM {major_of(version)} "
                 "(nothing was changed)"
             )
-        return choice
+        return choice, on_branch
     if version is None:
         raise UsageError(
             f"{llvm}: cannot tell its LLVM version (no {' or '.join(VERSION_FILES)} "
@@ -199,7 +295,7 @@ def choose(
             f"({', '.join(shown(h.path) for h in match)}); pass --series FILE"
         )
     why = f"the checkout is LLVM {version}"
-    return Choice(match[0].path, match[0], version, why, proposals)
+    return Choice(match[0].path, match[0], version, why), None
 
 
 def announce(choice: Choice, *, to_stderr: bool = False) -> None:

@@ -9,8 +9,10 @@ here.
 
 Each command works with the series :mod:`kdl.series.choose` picks (the one
 the branch carries, else the one made for the checkout's LLVM version) and
-says which in one line; ``--series FILE`` picks another. Export writes next
-to the series file.
+the proposals on top of it (by default the first ones the proposals' series
+names, ``--proposals`` all, ``--posting-stack`` none), and says which in one
+line; ``--series FILE`` picks another. Export writes each patch next to the
+series file it belongs to.
 """
 
 from __future__ import annotations
@@ -20,10 +22,17 @@ import json
 from pathlib import Path
 from typing import Any
 
-from kdl import paths, proc
-from kdl.errors import GitError, UsageError
+from kdl import proc
+from kdl.errors import GitError
 from kdl.series.checkout import Checkout
-from kdl.series.choose import Choice, announce, choose, shown
+from kdl.series.choose import (
+    ALL_PROPOSALS,
+    POSTING_STACK,
+    Choice,
+    announce,
+    choose,
+    shown,
+)
 from kdl.series.diagnose import made_against
 from kdl.series.match import (
     BranchMeta,
@@ -32,7 +41,13 @@ from kdl.series.match import (
     PatchInfo,
     classify,
 )
-from kdl.series.model import Series, load, normalize_subject, with_proposals
+from kdl.series.model import (
+    Series,
+    load,
+    normalize_subject,
+    patch_range,
+    with_proposals,
+)
 
 _STATE_NOTE = {
     "applied": "",
@@ -47,35 +62,52 @@ def chosen(
 ) -> Choice:
     """The series for ``args.llvm`` (announced in one line: on stderr where
     stdout is a JSON document)."""
+    flag = None
+    if getattr(args, "posting_stack", False):
+        flag = POSTING_STACK
+    elif getattr(args, "proposals", False):
+        flag = ALL_PROPOSALS
     choice = choose(
         args.llvm,
         getattr(args, "series", None),
         check_version=check_version,
-        proposals=bool(getattr(args, "proposals", False)),
+        proposals=flag,
     )
     announce(choice, to_stderr=json)
     return choice
 
 
-def chosen_file(args: argparse.Namespace, *, what: str) -> Path:
-    """The series file for ``args.llvm``; *what* (export, pr) works on one
-    series file, so a branch with the proposals on top is refused."""
-    choice = chosen(args)
-    if choice.proposals:
-        raise UsageError(
-            f"{what} works on one series: the branch carries the proposals on "
-            f"top of {shown(choice.file)}; pass --series with one of them "
-            f"({shown(paths.PROPOSALS_SERIES)} or {shown(choice.file)})"
-        )
-    return choice.file
+def chosen_file(args: argparse.Namespace) -> Path:
+    """The stack's series file for ``args.llvm`` (range-diff works on one
+    series file, the stack's, whatever goes on top of it)."""
+    return chosen(args).file
+
+
+def series_of(choice: Choice) -> Series:
+    """The stack of *choice* with the proposals it puts on top."""
+    series = load(choice.file)
+    if choice.proposals and choice.proposals_file is not None:
+        series = with_proposals(series, load(choice.proposals_file), choice.proposals)
+    return series
 
 
 def _series(args: argparse.Namespace, **kwargs: bool) -> Series:
-    choice = chosen(args, **kwargs)
-    series = load(choice.file)
-    if choice.proposals:
-        series = with_proposals(series, load(paths.PROPOSALS_SERIES))
-    return series
+    return series_of(chosen(args, **kwargs))
+
+
+def parts_of(choice: Choice, series: Series) -> list[tuple[str, int]]:
+    """The series files *series* is made of, as shown, and how many of its
+    patches each gives, in order: the stack, then the proposals on it."""
+    if not choice.proposals or choice.proposals_file is None:
+        return [(shown(choice.file), len(series.patches))]
+    top = f"{shown(choice.proposals_file)} {patch_range(choice.proposals)}"
+    stack = len(series.patches) - choice.proposals
+    return [(shown(choice.file), stack), (top, choice.proposals)]
+
+
+def _in_words(counts: list[tuple[str, int]]) -> str:
+    """``17 of patches/release-22.x/series and 2 of patches/proposals/series 1-2``."""
+    return " and ".join(f"{n} of {what}" for what, n in counts)
 
 
 def cmd_apply(args: argparse.Namespace) -> int:
@@ -132,8 +164,11 @@ def cmd_check(args: argparse.Namespace) -> int:
 # --- status ---------------------------------------------------------------------
 
 
-def series_status(llvm: Path, series: Series) -> dict[str, Any]:
-    """Which patches are on the current branch, and where it stands."""
+def series_status(
+    llvm: Path, series: Series, parts: list[tuple[str, int]] | None = None
+) -> dict[str, Any]:
+    """Which patches are on the current branch, and where it stands; *parts*
+    (:func:`parts_of`) says which series file each patch is of."""
     with Checkout(llvm) as co:
         branch = co.current_branch()
         meta = co.meta(branch) if branch else None
@@ -157,14 +192,18 @@ def series_status(llvm: Path, series: Series) -> dict[str, Any]:
             doc["base"] = None
             doc["ahead"] = doc["behind"] = None
     by_patch = {m.patch.name: m for m in matches if m.patch is not None}
+    parts = parts or [(shown(series.path), len(infos))]
+    of = [what for what, n in parts for _ in range(n)]
+    doc["series_files"] = [{"series": what, "patches": n} for what, n in parts]
     doc["patches"] = [
         {
             "name": i.name,
+            "series": of[k] if k < len(of) else of[-1],
             "subject": i.subject,
             "state": by_patch[i.name].state if i.name in by_patch else "missing",
             "commit": by_patch[i.name].commit.sha if i.name in by_patch else None,
         }
-        for i in infos
+        for k, i in enumerate(infos)
     ]
     doc["other_commits"] = [
         {"commit": m.commit.sha, "subject": m.commit.subject}
@@ -199,7 +238,9 @@ def _recent_matches(
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    doc = series_status(args.llvm, _series(args, json=args.json))
+    choice = chosen(args, json=args.json)
+    series = series_of(choice)
+    doc = series_status(args.llvm, series, parts_of(choice, series))
     if args.json:
         print(json.dumps(doc, indent=2))
         return 0
@@ -215,7 +256,12 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(
             f"{where}: not a branch made by kdl apply (series commits found by subject)"
         )
+    several = len(doc["series_files"]) > 1
+    heading = None
     for p in doc["patches"]:
+        if several and p["series"] != heading:
+            heading = p["series"]
+            print(f"  {heading}:")
         commit = (p["commit"] or "")[:12]
         note = _STATE_NOTE[p["state"]]
         print(
@@ -224,15 +270,34 @@ def cmd_status(args: argparse.Namespace) -> int:
     for c in doc["other_commits"]:
         print(f"  other    {c['commit'][:12]} {c['subject']}")
     counts = {s: sum(p["state"] == s for p in doc["patches"]) for s in _STATE_NOTE}
-    print("status: " + ", ".join(f"{n} {s}" for s, n in counts.items() if n))
+    line = "status: " + ", ".join(f"{n} {s}" for s, n in counts.items() if n)
+    if several:
+        applied = [
+            (
+                f["series"],
+                sum(
+                    p["state"] == "applied" and p["series"] == f["series"]
+                    for p in doc["patches"]
+                ),
+            )
+            for f in doc["series_files"]
+        ]
+        line += f" ({_in_words(applied)} applied)"
+    print(line)
     return 0
 
 
 # --- revert ---------------------------------------------------------------------
 
 
-def revert_series(llvm: Path, series: Series, force: bool = False) -> int:
-    """Reset the current kdl branch to its base, dropping only our commits.
+def revert_series(
+    llvm: Path,
+    series: Series,
+    force: bool = False,
+    parts: list[tuple[str, int]] | None = None,
+) -> int:
+    """Reset the current kdl branch to its base, dropping only our commits
+    (those of every series file in *parts*: the stack and the proposals).
 
     Not while an apply runs (its lock) or left a journal to undo."""
     from kdl.series.journal import JOURNAL
@@ -283,6 +348,14 @@ def revert_series(llvm: Path, series: Series, force: bool = False) -> int:
                 m.patch.name if m.patch else f"{m.commit.subject} (not in the series)"
             )
             print(f"  dropped {m.commit.sha[:12]} {what}")
+        if parts and len(parts) > 1:
+            dropped = {m.patch.name for m in matches if m.patch is not None}
+            counts, start = [], 0
+            for what, n in parts:
+                own = {p.name for p in series.patches[start : start + n]}
+                counts.append((what, len(dropped & own)))
+                start += n
+            print(f"  dropped {_in_words(counts)}")
         print(
             f"{branch} is back at its base {co.short(base)} (it was at "
             f"{co.short(old)}; 'git reset --keep {co.short(old)}' undoes this)"
@@ -291,20 +364,26 @@ def revert_series(llvm: Path, series: Series, force: bool = False) -> int:
 
 
 def cmd_revert(args: argparse.Namespace) -> int:
-    return revert_series(args.llvm, _series(args), force=args.force)
+    choice = chosen(args)
+    series = series_of(choice)
+    return revert_series(
+        args.llvm, series, force=args.force, parts=parts_of(choice, series)
+    )
 
 
 def cmd_range_diff(args: argparse.Namespace) -> int:
     from kdl.series.versions import cmd_range_diff
 
-    return cmd_range_diff(
-        args.llvm, chosen_file(args, what="range-diff"), args.old, args.new
-    )
+    return cmd_range_diff(args.llvm, chosen_file(args), args.old, args.new)
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from kdl.series.export import export_series
+    from kdl.series.export import export_series, export_stack_and_proposals
 
-    return export_series(
-        args.llvm, chosen_file(args, what="export"), getattr(args, "message", None)
-    )
+    choice = chosen(args)
+    message = getattr(args, "message", None)
+    if choice.proposals and choice.proposals_file is not None:
+        return export_stack_and_proposals(
+            args.llvm, choice.file, choice.proposals_file, choice.proposals, message
+        )
+    return export_series(args.llvm, choice.file, message)

@@ -16,10 +16,17 @@ it (a copy under ``versions/v<N>/`` for a series outside git), a line is
 added to ``CHANGELOG.md`` beside patches/series, and ``version:`` goes up.
 No range-diff is stored: ``kdl range-diff`` makes one from any two versions
 (:mod:`kdl.series.versions`).
+
+A branch that carries proposals on top of the stack (what ``kdl apply``
+applies by default) is written back to both series files: the commits up
+to the stack's last patch to the stack's, those after it to the proposals'
+(:func:`export_stack_and_proposals`); proposals the branch does not carry
+stay as they are.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import hashlib
 import os
@@ -33,7 +40,7 @@ from kdl.errors import GitError, WorkspaceError
 from kdl.series.checkout import DIFF_OPTS, Checkout
 from kdl.series.choose import index_files
 from kdl.series.match import Match, classify, diff_files
-from kdl.series.model import Block, Series, entries, is_borrowed, load
+from kdl.series.model import Block, Layout, Series, entries, is_borrowed, load
 
 #: Settings git reads from config that would change format-patch's bytes.
 CONFIG_PINS = [
@@ -86,8 +93,57 @@ def format_patches(
         return [(p.name, p.read_bytes()) for p in sorted(Path(tmp).glob("*.patch"))]
 
 
-def export_series(llvm: Path, series_file: Path, message: str | None = None) -> int:
+def export_stack_and_proposals(
+    llvm: Path,
+    stack_file: Path,
+    proposals_file: Path,
+    count: int,
+    message: str | None = None,
+) -> int:
+    """Export a branch that carries the first *count* patches of
+    *proposals_file* on top of the stack of *stack_file*: the commits up to
+    the stack's last patch to the stack's series, the rest to the
+    proposals' (whose later patches stay as they are)."""
+    stack = load(stack_file)
+    with Checkout(llvm) as co:
+        branch, meta = co.kdl_branch()
+        base = co.effective_base(meta)
+        commits = co.commits(base, "HEAD")
+        matches = classify(co.patch_infos(stack), commits, meta.applied)
+        ours = [i for i, m in enumerate(matches) if m.patch is not None]
+        if not ours:
+            raise WorkspaceError(
+                f"{branch} carries none of the patches of {stack_file}: "
+                "nothing to export"
+            )
+        boundary = commits[ours[-1]].sha
+        on_top = len(commits) - ours[-1] - 1
+    status = export_series(llvm, stack_file, message, end=boundary)
+    if not on_top:
+        print(f"{proposals_file}: none of its patches is on {branch}; unchanged")
+        return status
+    return (
+        export_series(llvm, proposals_file, message, start=boundary, carried=count)
+        or status
+    )
+
+
+def export_series(
+    llvm: Path,
+    series_file: Path,
+    message: str | None = None,
+    *,
+    start: str | None = None,
+    end: str = "HEAD",
+    carried: int | None = None,
+) -> int:
+    """Rewrite *series_file* from the commits of the kdl branch between its
+    base (or *start*) and *end*. With *carried*, the branch carries only the
+    first *carried* patches of the series: the others stay as they are."""
     series = load(series_file)
+    total = len(series.patches)
+    if carried is not None and carried < total:
+        series = _first(series, carried)
     # The files as they are before the export, read once: compared with what
     # format-patch writes, kept as the old version, checked before writing.
     before = {p.path: p.read() for p in series.patches}
@@ -96,8 +152,8 @@ def export_series(llvm: Path, series_file: Path, message: str | None = None) -> 
         co.refuse_in_progress()
         co.require_configured_identity()
         branch, meta = co.kdl_branch()
-        base = co.effective_base(meta)
-        commits = co.commits(base, "HEAD")
+        base = start or co.effective_base(meta)
+        commits = co.commits(base, end)
         if not commits:
             raise WorkspaceError(
                 f"{branch} has no commits after its base {co.short(base)}: "
@@ -113,7 +169,11 @@ def export_series(llvm: Path, series_file: Path, message: str | None = None) -> 
             print(f"note: uncommitted changes in {co.root} are not exported")
         matches = classify(co.patch_infos(series), commits, meta.applied)
         prefix, numbered = _subject_style(series, len(commits))
-        generated = format_patches(co, f"{base}..HEAD", prefix, numbered)
+        generated = format_patches(co, f"{base}..{end}", prefix, numbered)
+        if len(series.patches) < total and numbered:
+            # Numbered out of the whole series, as the patches left are.
+            extra = total - len(series.patches)
+            generated = [(n, _renumber(d, len(commits) + extra)) for n, d in generated]
         if len(generated) != len(commits):
             raise GitError(
                 f"format-patch wrote {len(generated)} patches "
@@ -132,6 +192,33 @@ def export_series(llvm: Path, series_file: Path, message: str | None = None) -> 
     if version is not None:
         _keep_version(series, before, version, llvm)
     return _write(series, before, names, contents, new_text)
+
+
+def _first(series: Series, count: int) -> Series:
+    """*series* as its first *count* patches: the lines of the others move to
+    the layout's trailer, so that an export writes them back as they are."""
+    kept = series.patches[:count]
+    blocks = series.layout.blocks
+    rest: list[str] = []
+    for patch in series.patches[count:]:
+        block = blocks[patch.entry]
+        rest += [*block.lead, block.line, *block.files.values()]
+    layout = Layout(
+        series.layout.header,
+        {p.entry: blocks[p.entry] for p in kept},
+        rest + series.layout.trailer,
+    )
+    return dataclasses.replace(series, patches=kept, layout=layout)
+
+
+def _renumber(data: bytes, total: int) -> bytes:
+    """*data* (a patch file) with the total of its ``[PATCH n/m]`` set to *total*."""
+    head, sep, rest = data.partition(b"\n\n")
+    head = _COUNT_TOTAL.sub(rb"\g<1>%d]" % total, head, count=1)
+    return head + sep + rest
+
+
+_COUNT_TOTAL = re.compile(rb"^(Subject: \[[^\]]*?\d+/)\d+\]", re.MULTILINE)
 
 
 @dataclass

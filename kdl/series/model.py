@@ -29,6 +29,11 @@ without it (llvm-test-suite's) is never chosen by a checkout's version.
 poster's fork into main, the RFC between, what is held and why; ``post:
 never TEXT`` marks a series that is never posted (a backport). A series
 without them is not posted either.
+
+A series of proposals (``patches/proposals/series``) goes on top of the
+stacks its ``on: NAME...`` line names; ``apply: 1-N`` says that ``kdl
+apply`` puts its first N patches on top of such a stack unless told
+otherwise (``--posting-stack``: none; ``--proposals``: all of them).
 """
 
 from __future__ import annotations
@@ -206,6 +211,10 @@ class Series:
     layout: Layout = field(default_factory=Layout)
     #: How the patches are posted (``post:`` lines), in order.
     posting: list[PostStep] = field(default_factory=list)
+    #: A series of proposals: the stacks it goes on (``on:``) and how many of
+    #: its patches kdl apply puts on them by default (``apply: 1-N``).
+    on: tuple[str, ...] = ()
+    apply_default: int = 0
 
     @property
     def never_posted(self) -> str | None:
@@ -222,17 +231,58 @@ class Series:
         return None
 
 
-#: The name of a series with the proposals on top (``kdl apply --proposals``).
+#: The name of a series with the proposals on top (``kdl apply --proposals``):
+#: ``STACK+proposals`` with all of them, ``STACK+proposals:1-N`` with the
+#: first N (what ``kdl apply`` puts on top by default).
 PROPOSALS = "+proposals"
 
 
-def with_proposals(stack: Series, proposals: Series) -> Series:
-    """*stack* with the patches of *proposals* after its own, as one series
-    named ``STACK+proposals`` (what a branch made with them records)."""
+def proposals_suffix(count: int, total: int) -> str:
+    """What a branch's series name says of *count* of *total* proposals."""
+    if count <= 0:
+        return ""
+    return PROPOSALS if count >= total else f"{PROPOSALS}:{patch_range(count)}"
+
+
+def patch_range(count: int) -> str:
+    """``1-N`` (``1`` for one patch): the first *count* patches of a series."""
+    return "1" if count == 1 else f"1-{count}"
+
+
+def split_recorded(name: str) -> tuple[str, int | None]:
+    """(the stack's name, how many proposals go on it: 0 none, None all) of
+    the series name a branch records; a suffix that says no count is the
+    stack's name as it is (no proposals)."""
+    stack, sep, rest = name.partition(PROPOSALS)
+    if not sep:
+        return name, 0
+    if not rest:
+        return stack, None
+    count = _range_count(rest.removeprefix(":"))
+    return (stack, count) if rest.startswith(":") and count else (name, 0)
+
+
+def _range_count(text: str) -> int | None:
+    """N of ``1-N`` or ``1``; None for anything else."""
+    first, sep, last = text.strip().partition("-")
+    if first != "1" or (sep and not last.isdigit()):
+        return None
+    count = int(last) if sep else 1
+    return count if count >= 1 else None
+
+
+def with_proposals(
+    stack: Series, proposals: Series, count: int | None = None
+) -> Series:
+    """*stack* with the first *count* patches of *proposals* (all of them
+    when None) after its own, as one series named ``STACK+proposals`` or
+    ``STACK+proposals:1-N`` (what a branch made with them records)."""
+    total = len(proposals.patches)
+    count = total if count is None else min(count, total)
     return dataclasses.replace(
         stack,
-        name=stack.name + PROPOSALS,
-        patches=[*stack.patches, *proposals.patches],
+        name=stack.name + proposals_suffix(count, total),
+        patches=[*stack.patches, *proposals.patches[:count]],
     )
 
 
@@ -259,6 +309,8 @@ def load(series_file: Path | None = None) -> Series:
     version = 1
     major: int | None = None
     posting: list[PostStep] = []
+    on: tuple[str, ...] = ()
+    apply_default = 0
     patches: list[Patch] = []
     layout = Layout()
     pending: list[str] = []  # comment lines not yet placed in the layout
@@ -284,6 +336,12 @@ def load(series_file: Path | None = None) -> Series:
             continue
         if line.startswith("post:"):
             posting.append(poststeps.parse(line, where, lineno))
+            continue
+        if line.startswith("on:"):
+            on = _on_names(line, where, lineno)
+            continue
+        if line.startswith("apply:"):
+            apply_default = _apply_count(line, where, lineno)
             continue
         entry = _patch_entry(raw)
         if entry is not None:
@@ -330,12 +388,42 @@ def load(series_file: Path | None = None) -> Series:
     for step in posting:
         if step.file and not (series_file.parent / step.file).is_file():
             raise FormatError(where, f"post: comment {step.on}: no file {step.file}")
+    if apply_default > len(patches):
+        raise FormatError(
+            where,
+            f"apply: {patch_range(apply_default)} names more patches than the "
+            f"series has ({len(patches)})",
+        )
+    if apply_default and not on:
+        raise FormatError(where, "apply: without on: (the stacks it goes on)")
     layout.trailer = pending
-    return Series(name, patches, series_file, version, major, layout, posting)
+    return Series(
+        name, patches, series_file, version, major, layout, posting, on, apply_default
+    )
 
 
 #: The header's ``key: value`` lines.
-HEADER_FIELDS = ("name:", "version:", "llvm:", "post:")
+HEADER_FIELDS = ("name:", "version:", "llvm:", "post:", "on:", "apply:")
+
+
+def _on_names(line: str, where: str, lineno: int) -> tuple[str, ...]:
+    names = tuple(line.partition(":")[2].split())
+    if not names:
+        raise FormatError(
+            where, f"line {lineno}: on: names the series it goes on (on: NAME...)"
+        )
+    return names
+
+
+def _apply_count(line: str, where: str, lineno: int) -> int:
+    count = _range_count(line.partition(":")[2])
+    if count is None:
+        raise FormatError(
+            where,
+            f"line {lineno}: apply: names the first patches kdl apply applies "
+            "(apply: 1-N)",
+        )
+    return count
 
 
 def _patch_entry(raw: str) -> str | None:
@@ -371,12 +459,14 @@ def _llvm_major(line: str, where: str, lineno: int) -> int:
 
 @dataclass(frozen=True)
 class Header:
-    """The ``name:`` and ``llvm:`` lines of a series file, read without its
-    patches (what choosing among the series needs)."""
+    """The ``name:``, ``llvm:``, ``on:`` and ``apply:`` lines of a series
+    file, read without its patches (what choosing among the series needs)."""
 
     path: Path
     name: str
     llvm: int | None
+    on: tuple[str, ...] = ()
+    apply_default: int = 0
 
 
 def read_header(series_file: Path) -> Header:
@@ -384,6 +474,8 @@ def read_header(series_file: Path) -> Header:
     where = str(series_file)
     lines = series_lines(series_file)
     name, major = "", None
+    on: tuple[str, ...] = ()
+    apply_default = 0
     for lineno, raw in enumerate(lines, 1):
         line = raw.split("#", 1)[0].rstrip()
         if not line.strip():
@@ -392,8 +484,14 @@ def read_header(series_file: Path) -> Header:
             name = line.partition(":")[2].strip()
         elif line.startswith("llvm:"):
             major = _llvm_major(line, where, lineno)
+        elif line.startswith("on:"):
+            on = _on_names(line, where, lineno)
+        elif line.startswith("apply:"):
+            apply_default = _apply_count(line, where, lineno)
         elif not line.startswith(HEADER_FIELDS):
             break
     if not name:
         raise FormatError(where, "missing 'name:' line")
-    return Header(series_file, name, major)
+    if apply_default and not on:
+        raise FormatError(where, "apply: without on: (the stacks it goes on)")
+    return Header(series_file, name, major, on, apply_default)

@@ -51,7 +51,7 @@ from kdl import paths, proc
 from kdl.errors import UsageError, WorkspaceError
 from kdl.http import REDACTED, Api
 from kdl.series.checkout import Checkout
-from kdl.series.commands import chosen_file, series_status
+from kdl.series.commands import chosen, series_of, series_status
 from kdl.series.forkpush import branch_commit, fork_remote
 from kdl.series.model import Series, load
 from kdl.series.posting import Step, author, print_plan, refuse_unposted, shown
@@ -190,17 +190,26 @@ def _body(co: Checkout, commits: list[str]) -> tuple[str, str]:
 
 
 def plan(
-    llvm: Path, series: Series, steps: list[Step], who: str
+    llvm: Path,
+    series: Series,
+    steps: list[Step],
+    who: str,
+    *,
+    on_branch: Series | None = None,
 ) -> tuple[list[Planned], list[Comment], str, str]:
     """One Planned per pull request and one Comment per comment, in the
     order of *steps* (the posting plan), the checkout's branch and base.
-    Each commit must be authored by *who*."""
-    doc = series_status(llvm, series)
+    Each commit must be authored by *who*. *on_branch*: the series with
+    what the branch carries after it (the proposals, never posted: their
+    commits come after the series' and no step names them)."""
+    doc = series_status(llvm, on_branch or series)
     if not doc["kdl_branch"]:
         raise NotAppliedError(
             f"{llvm}: HEAD is not a branch made by kdl apply; apply the series first"
         )
-    missing = [p["name"] for p in doc["patches"] if not p["commit"]]
+    # The series' own patches come first; proposals after them are not posted.
+    own = doc["patches"][: len(series.patches)]
+    missing = [p["name"] for p in own if not p["commit"]]
     if missing:
         raise WorkspaceError(
             f"{doc['branch']}: {len(missing)} patch(es) not on the branch "
@@ -211,7 +220,7 @@ def plan(
             f"{doc['branch']}: commits that are not the series' "
             f"({doc['other_commits'][0]['commit'][:12]}); export or drop them first"
         )
-    commits = [str(p["commit"]) for p in doc["patches"]]
+    commits = [str(p["commit"]) for p in own]
     base = str(doc["base"]["commit"])
     planned: list[Planned] = []
     comments: list[Comment] = []
@@ -427,7 +436,11 @@ def run_pr(
     after_rfc: bool = False,
     env: dict[str, str] | None = None,
     options: dict[str, Any] | None = None,
+    on_branch: Series | None = None,
 ) -> int:
+    """Post the series of *series_file* from the checkout at *llvm* as its
+    posting plan says. *on_branch*: what the branch carries when that is
+    more than the series (the proposals on top, which are not posted)."""
     env = dict(os.environ) if env is None else env
     series = load(series_file)
     refuse_unposted(series)
@@ -471,7 +484,9 @@ def run_pr(
     record_path = series_file.parent / RECORD
     record, commented = read_record(record_path)
     try:
-        planned, comments, branch, base = plan(llvm, series, steps, who)
+        planned, comments, branch, base = plan(
+            llvm, series, steps, who, on_branch=on_branch
+        )
     except NotAppliedError as exc:
         if really:
             raise
@@ -563,10 +578,13 @@ def run_pr(
 
 
 def cmd_pr(args: argparse.Namespace) -> int:
+    on_branch = None
     if args.llvm is None:
         series_file = (args.series or paths.SERIES).expanduser().absolute()
     else:
-        series_file = chosen_file(args, what="pr")
+        choice = chosen(args)
+        series_file = choice.file
+        on_branch = series_of(choice) if choice.proposals else None
     return run_pr(
         args.llvm,
         series_file,
@@ -577,4 +595,5 @@ def cmd_pr(args: argparse.Namespace) -> int:
         api_url=args.api.rstrip("/"),
         really=args.post and not proc.DRY_RUN,
         after_rfc=args.after_rfc,
+        on_branch=on_branch,
     )

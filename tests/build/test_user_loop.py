@@ -2,15 +2,19 @@
 
 A clone of the 22.1.8 tree (``kdl tree 22``, at its recorded commit) is
 "your" checkout. ``scripts/apply.py --llvm X`` with no other flag takes the
-series made for LLVM 22; ``scripts/build.py --llvm X --build-dir B`` builds
-it and prints the line that runs the tests; that line, run as the user runs
-it (no kdl environment), gives the counts kdl's own run measured (the
-run's record, build/record/real-trees/check-offload-22.json, which
-selftest --full writes before pytest runs; without one, the recorded
-results/real-trees/check-offload-22.json); ``revert`` and the same build
-and line give the base's counts; status, check and export need no flag on
-the branch; a tree of another version is refused in one line before any
-configure.
+series made for LLVM 22 and the proposals' OffloadBinary keys on top of it
+(patches/proposals/series, ``apply: 1-2``); ``scripts/build.py --llvm X
+--build-dir B`` builds it and prints the line that runs the tests; that
+line, run as the user runs it (no kdl environment), gives the counts kdl's
+own run measured for the series (the run's record,
+build/record/real-trees/check-offload-22.json, which selftest --full
+writes before pytest runs; without one, the recorded
+results/real-trees/check-offload-22.json) and, beside them, the tests the
+keys add (their lit tests in check-offload, their offload unit tests in
+check-offload-unit); ``revert`` removes both and the same build and line
+give the base's counts; status, check and export need no flag on the
+branch and name both; a tree of another version is refused in one line
+before any configure.
 """
 
 from __future__ import annotations
@@ -26,13 +30,37 @@ from pathlib import Path
 import pytest
 
 from kdl import paths, record
-from kdl.series.model import load
+from kdl.series.model import Series, file_diff, load
 from tests.llvm_tree import git
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("isolated_git")]
 
 TREE = paths.ROOT / ".work" / "trees" / "22"
 BACKPORT = paths.PATCHES / "release-22.x" / "series"
+_TEST_CASE = re.compile(r"^\+\s*TEST(?:_F|_P)?\(", re.MULTILINE)
+
+
+def default_proposals() -> Series:
+    """The proposals ``apply`` puts on the stack by default, as a series of
+    their own."""
+    proposals = load(paths.PROPOSALS_SERIES)
+    proposals.patches = proposals.patches[: proposals.apply_default]
+    return proposals
+
+
+def tests_added(series: Series) -> tuple[int, int]:
+    """(lit tests it adds under offload/test, offload unit-test cases it adds)."""
+    lit = unit = 0
+    for patch in series.patches:
+        text = patch.path.read_text()
+        for f in patch.files:
+            if f.path.startswith("offload/test/") and "/Inputs/" not in f.path:
+                lit += f.is_new and f.path.endswith((".c", ".cpp"))
+            elif f.path.startswith("offload/unittests/"):
+                unit += len(_TEST_CASE.findall(file_diff(text, f.path) or ""))
+    return lit, unit
+
+
 _LIT_COUNT = re.compile(
     r"^\s*(Passed|Failed|Expectedly Failed|Unexpectedly Passed|Unsupported)\s*:"
     r"\s*(\d+)",
@@ -101,7 +129,11 @@ def test_the_users_own_loop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
         if branch != "main":
             git(llvm, "branch", "--quiet", "-D", branch)
     name = load(BACKPORT).name
-    patches = len(load(BACKPORT).patches)
+    keys = default_proposals()
+    stack = len(load(BACKPORT).patches)
+    patches = stack + len(keys.patches)
+    keys_lit, keys_unit = tests_added(keys)
+    assert keys_lit >= 1  # variant_priority.c
     # The user is the patches' author: apply then export leaves them as they
     # are (another user's export would make them theirs).
     who, email = parseaddr(load(BACKPORT).patches[0].author)
@@ -112,8 +144,9 @@ def test_the_users_own_loop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     done = script("apply", "--llvm", str(llvm))
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.splitlines()[0] == (
-        f"series: patches/release-22.x/series ({name}, made for LLVM 22): "
-        "the checkout is LLVM 22.1.8"
+        f"series: patches/release-22.x/series + patches/proposals/series "
+        f"1-{len(keys.patches)} ({name}, made for LLVM 22): the checkout is "
+        "LLVM 22.1.8"
     )
     assert f"kdl/{name}: {patches} applied" in done.stdout
     kdl = [sys.executable, "-m", "kdl"]
@@ -127,6 +160,9 @@ def test_the_users_own_loop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
         )
         assert done.returncode == 0, done.stdout + done.stderr
         assert done.stdout.splitlines()[0].endswith(f"kdl/{name} carries it")
+        assert " + patches/proposals/series 1-" in done.stdout.splitlines()[0]
+        if command == ["status"]:
+            assert f"({stack} of patches/release-22.x/series and " in done.stdout
     # (the last one is export's: every patch unchanged, nothing written)
     assert done.stdout.count(": unchanged") == patches
 
@@ -138,9 +174,11 @@ def test_the_users_own_loop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     offload, unit = suites[0], suites[1]
     want = recorded["check-offload"]["series"]["counts"]
     assert offload["Failed"] == 0
-    assert offload["Passed"] + offload["Expectedly Failed"] == want["pass"]
-    assert unit["Passed"] == recorded["check-offload-unit"]["series"]["counts"]["pass"]
+    assert offload["Passed"] + offload["Expectedly Failed"] == want["pass"] + keys_lit
+    unit_want = recorded["check-offload-unit"]["series"]["counts"]["pass"]
+    assert unit["Passed"] == unit_want + keys_unit
     assert int(_GTEST_PASSED.findall(out)[-1]) > 0  # the series' LLVM-side tests
+    assert "OffloadBinaryVariantTest" in out  # the keys' LLVM-side tests
 
     # revert, with no flag, and the same build: the base's counts
     done = subprocess.run(
@@ -151,6 +189,7 @@ def test_the_users_own_loop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
         check=False,
     )
     assert done.returncode == 0, done.stdout + done.stderr
+    assert f"  dropped {stack} of patches/release-22.x/series and " in done.stdout
     done = script("build", "--llvm", str(llvm), "--build-dir", str(build))
     assert done.returncode == 0, done.stdout + done.stderr[-3000:]
     assert "check-series-llvm" not in done.stdout.splitlines()[-1]

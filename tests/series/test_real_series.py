@@ -70,7 +70,9 @@ def test_synthesized_bases_reproduce_a_series(
 def test_the_real_series_round_trips(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    """patches/ through apply, status, export and revert on synthesized bases."""
+    """patches/ through apply, status, export and revert on synthesized
+    bases: the series and, on top of it, the proposals apply takes by
+    default (the OffloadBinary keys)."""
     # Without the backport: it names three of these files, and the export on
     # synthesized bases rewrites their index lines (kdl export refuses that).
     shutil.copytree(
@@ -79,43 +81,58 @@ def test_the_real_series_round_trips(
         ignore=shutil.ignore_patterns("release-22.x"),
     )
     series_file = tmp_path / "patches" / "series"
+    proposals_file = tmp_path / "patches" / "proposals" / "series"
     original = load(series_file)
-    repo = _synthetic_checkout(
-        tmp_path / "llvm-project", [p.read() for p in original.patches]
-    )
+    proposals = load(proposals_file)
+    keys = proposals.patches[: proposals.apply_default]
+    assert keys and original.name in proposals.on
+    both = [*original.patches, *keys]
+    repo = _synthetic_checkout(tmp_path / "llvm-project", [p.read() for p in both])
     args = ["--llvm", str(repo), "--series", str(series_file)]
     status, out, err = kdl(capsys, "check", *args)
     assert status == 0, out + err
-    assert out.count(": applies cleanly") == len(original.patches)
+    assert out.count(": applies cleanly") == len(both)
     status, out, err = kdl(capsys, "apply", *args)
     assert status == 0, err
+    assert "proposals/series 1-2 (" in out.splitlines()[0]
     branch = f"kdl/{original.name}"
     log = git(
         repo,
         "log",
         "--reverse",
         "--format=%s%x1f%an <%ae>%x1e",
-        f"{branch}~{len(original.patches)}..{branch}",
+        f"{branch}~{len(both)}..{branch}",
     )
     assert [e.strip("\n").split("\x1f") for e in log.split("\x1e")[:-1]] == [
-        [p.subject, USER] for p in original.patches
+        [p.subject, USER] for p in both
     ]  # [Object][Offload] tags survive git am; the user authors the commits
     doc = json.loads(kdl(capsys, "status", *args, "--json")[1])
-    assert [p["state"] for p in doc["patches"]] == ["applied"] * len(original.patches)
+    assert [p["state"] for p in doc["patches"]] == ["applied"] * len(both)
+    assert [f["patches"] for f in doc["series_files"]] == [len(original.patches), 2]
     tree = git(repo, "rev-parse", "HEAD^{tree}")
     # Export: the same messages, authors and file lists (hunk layout and blob
-    # ids may differ: the bases are synthetic), and the same tree again.
+    # ids may differ: the bases are synthetic), each patch to its own series,
+    # the proposal the branch does not carry as it was; and the same tree
+    # again.
+    held = proposals.patches[-1].read()
     status, out, err = kdl(capsys, "export", *args)
     assert status == 0, out + err
-    exported = load(series_file)
-    assert [p.name for p in exported.patches] == [p.name for p in original.patches]
-    for new, old in zip(exported.patches, original.patches, strict=True):
-        assert (new.subject, new.author, new.body()) == (
-            old.subject,
-            USER,
-            old.body(),
-        )
-        assert new.files == old.files
+    for before, file in ((original.patches, series_file), (keys, proposals_file)):
+        exported = load(file)
+        for new, old in zip(exported.patches, before, strict=False):
+            assert (new.subject, new.author, new.body()) == (
+                old.subject,
+                USER,
+                old.body(),
+            )
+            assert new.files == old.files
+    assert [p.name for p in load(series_file).patches] == [
+        p.name for p in original.patches
+    ]
+    after = load(proposals_file)
+    assert [p.name for p in after.patches] == [p.name for p in proposals.patches]
+    assert after.patches[-1].read() == held
+    assert (after.on, after.apply_default) == (proposals.on, proposals.apply_default)
     assert kdl(capsys, "revert", *args)[0] == 0
     assert kdl(capsys, "apply", *args)[0] == 0
     assert git(repo, "rev-parse", "HEAD^{tree}") == tree
