@@ -142,7 +142,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="the device to select for",
     )
     p.add_argument(
-        "--tag", metavar="TAG", help="select the image with this variant_tag"
+        "--tag",
+        metavar="TAG",
+        help="accepted and ignored with a note: nothing chooses by a variant_tag",
+    )
+    p.add_argument(
+        "--posting-stack",
+        action="store_true",
+        help="order as the posted series alone (without the proposals' "
+        "variant_priority, which kdl apply applies by default)",
     )
     p.add_argument("--json", action="store_true", help="print one JSON document")
     p.add_argument("--build-dir", type=Path, metavar="DIR", help="overlay build dir")

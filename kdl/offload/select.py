@@ -1,5 +1,11 @@
 """``kdl select``: which image of a file a device loads, with the series' rank.
 
+The order is the series' loop's with the proposals' OffloadBinary keys,
+which ``kdl apply`` applies with it by default: of equal ranks that run on
+the device the higher ``variant_priority`` first, and the selected image's
+``variant_tag`` reported; ``--posting-stack`` orders as the posted series
+alone does (equal ranks in the file's order).
+
 The work is done by the overlay's ``kdl-select`` driver: a model of which
 images the plugins, with the series, accept for the device
 (``overlay/plugin-model/PluginAcceptance.cpp``) and the rank
@@ -39,9 +45,12 @@ def select_argv(
     json: bool = False,
     *,
     limits: Limits | None = None,
+    posting_stack: bool = False,
 ) -> list[str]:
     """The ``kdl-select`` command line for these arguments."""
     argv = [str(tool), f"--device={device}"]
+    if posting_stack:
+        argv.append("--posting-stack")
     if limits is not None and limits != Limits():
         argv += [
             f"--max-inflated={limits.inflated}",
@@ -80,6 +89,7 @@ def cmd_select(args: argparse.Namespace) -> int:
         args.tag,
         args.json,
         limits=limits,
+        posting_stack=getattr(args, "posting_stack", False),
     )
     stdin = sys.stdin.buffer.read() if str(args.file) == "-" else None
     result = proc.run(argv, check=False, input=stdin)

@@ -44,6 +44,12 @@ def test_select_argv() -> None:
         "--json",
         "in.bin",
     ]
+    assert select.select_argv(tool, "triple=T", file, posting_stack=True) == [
+        "/b/kdl-select",
+        "--device=triple=T",
+        "--posting-stack",
+        "in.bin",
+    ]
     # The readers' limits go along when they are not the defaults.
     from kdl.offload.binary import Limits
 
@@ -135,10 +141,44 @@ def test_text_output(cuda_file: Path, capsys: pytest.CaptureFixture[str]) -> Non
         "image 3: rank 1: sm_86, native fit",
         "image 4: rank 2: sm_86, native fit",
         "first compatible: image 0",
-        "selected: image 3 (sm_86, native fit); image 0: not chosen (sm_80, "
-        "compatible fit)",
+        # The selected image's tag, as the loop with the keys reports it.
+        "selected: image 3 (sm_86, native fit, variant_tag 'debug'); image 0: "
+        "not chosen (sm_80, compatible fit)",
     ]
     assert err == ""
+    status, stack, _ = run(capsys, "select", SM86, "--posting-stack", str(cuda_file))
+    assert status == 0
+    assert stack.splitlines()[:-1] == out.splitlines()[:-1]
+    assert stack.splitlines()[-1] == (
+        "selected: image 3 (sm_86, native fit); image 0: not chosen (sm_80, "
+        "compatible fit)"
+    )
+
+
+@overlay_test
+def test_variant_priority_orders_equal_ranks_with_the_keys(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], built_overlay: None
+) -> None:
+    """With the proposals' keys (kdl apply's default) the higher priority
+    first among images of equal rank, never above a better rank; a
+    malformed one counts as none; --posting-stack keeps the file's order."""
+    f = pack(
+        tmp_path / "prio.bin",
+        f"cubin:triple={CUDA},arch=sm_80,kind=cuda,variant_priority=9",
+        f"cubin:triple={CUDA},arch=sm_86,kind=cuda,variant_priority=1",
+        f"cubin:triple={CUDA},arch=sm_86,kind=cuda,variant_priority=x",
+        f"cubin:triple={CUDA},arch=sm_86,kind=cuda,variant_priority=3,variant_tag=t",
+    )
+    doc = json.loads(run(capsys, "select", SM86, "--json", str(f))[1])
+    assert doc["posting_stack"] is False
+    assert doc["selected"] == 3
+    assert [i["rank"] for i in doc["images"]] == [4, 2, 3, 1]
+    doc = json.loads(
+        run(capsys, "select", SM86, "--json", "--posting-stack", str(f))[1]
+    )
+    assert doc["posting_stack"] is True
+    assert doc["selected"] == 1
+    assert [i["rank"] for i in doc["images"]] == [4, 1, 2, 3]
 
 
 @overlay_test
@@ -155,6 +195,7 @@ def test_json_output(cuda_file: Path, capsys: pytest.CaptureFixture[str]) -> Non
     }
     assert (doc["selected"], doc["first_compatible"]) == (3, 0)
     assert doc["selection"] == "ranked"
+    assert doc["posting_stack"] is False
     assert [i["index"] for i in doc["images"]] == [0, 1, 2, 3, 4]
     keys = {"index", "triple", "arch", "kind", "compatible", "reason", "detail"}
     keys |= {"fit", "processor", "priority", "tag", "rank"}
@@ -204,7 +245,7 @@ def test_none_compatible(cuda_file: Path, capsys: pytest.CaptureFixture[str]) ->
 def test_tag_is_ignored(cuda_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
     status, out, err = run(capsys, "select", SM86, "--tag=debug", str(cuda_file))
     assert status == 0
-    assert out.splitlines()[-1].startswith("selected: image 3 (sm_86, native fit)")
+    assert out.splitlines()[-1].startswith("selected: image 3 (sm_86, native fit, ")
     assert err == "note: the rank reads no variant_tag; the tag 'debug' is ignored\n"
     status, out, _ = run(
         capsys, "select", SM86, "--tag=debug", "--json", str(cuda_file)
@@ -384,8 +425,8 @@ def test_version3_entries_are_ranked_from_the_inflated_binary(
     out = run(capsys, "select", SM86, str(v3))[1].splitlines()
     assert out[2] == "image 2: rank 1: sm_86, native fit"
     assert out[-1] == (
-        "selected: image 2 (sm_86, native fit); image 0: not chosen (sm_80, "
-        "compatible fit)"
+        "selected: image 2 (sm_86, native fit, variant_tag 'debug'); image 0: not "
+        "chosen (sm_80, compatible fit)"
     )
 
 
@@ -577,6 +618,12 @@ def test_batch_answers_are_the_json_documents(
         {"device": "triple=x", "file": str(tmp_path / "missing.bin")},
         "not json",
         {"device": amd},
+        {
+            "device": SM86.removeprefix("--device="),
+            "file": str(cuda_file),
+            "posting_stack": True,
+        },
+        {"device": amd, "file": str(cuda_file), "posting_stack": "yes"},
     ]
     stdin = "\n".join(q if isinstance(q, str) else json.dumps(q) for q in questions)
     proc = subprocess.run(
@@ -588,13 +635,25 @@ def test_batch_answers_are_the_json_documents(
     )
     assert (proc.returncode, proc.stderr) == (0, "")
     answers = [json.loads(line) for line in proc.stdout.splitlines()]
-    assert [a["status"] for a in answers] == [0, 1, 2, 2, 2]
-    assert [a.get("tag_ignored") for a in answers] == [False, True, None, None, None]
-    for question, got in zip(questions[:2], answers, strict=False):
+    assert [a["status"] for a in answers] == [0, 1, 2, 2, 2, 0, 2]
+    assert [a.get("tag_ignored") for a in answers] == [
+        False,
+        True,
+        None,
+        None,
+        None,
+        False,
+        None,
+    ]
+    for question, got in zip(
+        [*questions[:2], questions[5]], [*answers[:2], answers[5]], strict=True
+    ):
         assert isinstance(question, dict)
         argv = ["select", f"--device={question['device']}", "--json"]
         if "tag" in question:
             argv.append(f"--tag={question['tag']}")
+        if question.get("posting_stack"):
+            argv.append("--posting-stack")
         status, out, err = run(capsys, *argv, question["file"])
         want = json.loads(out)
         assert list(got)[: len(want)] == list(want)
@@ -608,6 +667,7 @@ def test_batch_answers_are_the_json_documents(
     assert answers[4]["error"] == (
         '--batch: expected string members "device" and "file"'
     )
+    assert answers[6]["error"] == '--batch: "posting_stack" must be true or false'
 
 
 @overlay_test

@@ -19,7 +19,13 @@ it) is asked through ``kdl-rank-diff``, the overlay's build of
 * along that order the rank's documented key never decreases: code that
   runs first, then native code before code compiled at load, then the fit;
 * adding an image no plugin accepts, or dropping the keys other than
-  triple and arch, never changes the choice.
+  triple and arch, never changes the choice;
+* with the proposals' keys (what ``kdl apply`` applies by default; the
+  checks above ask with ``"posting_stack": true``, the posted series alone)
+  the verdicts are the same, the coarse key above still never decreases,
+  and every image the order moves before one the posted series tries first
+  carries a higher variant_priority; without priorities the order is the
+  posted series'.
 
 Hypothesis runs derandomized, so every run checks the same sets; pinned
 examples check a choice for each GPU rule, as the lit tests do. All
@@ -226,9 +232,15 @@ class Selector:
             text=True,
         )
 
-    def __call__(self, path: Path, dev: Device) -> dict[str, Any]:
+    def __call__(
+        self, path: Path, dev: Device, *, posting_stack: bool = True
+    ) -> dict[str, Any]:
         assert self.proc.stdin is not None and self.proc.stdout is not None
-        question = {"device": dev.spec(), "file": str(path)}
+        question = {
+            "device": dev.spec(),
+            "file": str(path),
+            "posting_stack": posting_stack,
+        }
         self.proc.stdin.write(json.dumps(question) + "\n")
         self.proc.stdin.flush()
         line = self.proc.stdout.readline()
@@ -278,6 +290,14 @@ class RankDiff:
         return [int(i) for i in order.split()]
 
 
+def priority(img: Img) -> int:
+    """*img*'s variant_priority as OffloadBinary::getVariantPriority reads it
+    (patches/proposals/0001): a decimal number of at most 32 bits, else 0."""
+    value = dict(img.keys).get("variant_priority", "")
+    ok = value.isascii() and value.isdigit() and int(value) < 2**32
+    return int(value) if ok else 0
+
+
 def check(
     select: Selector, dev: Device, imgs: list[Img], where: int, workdir: Path
 ) -> None:
@@ -316,6 +336,23 @@ def check(
     }
     keys = [key_of[i] for i in ranked]
     assert keys == sorted(keys), case
+
+    # With the proposals' keys: the same verdicts; an image moves before one
+    # the posted series tries first only for a higher variant_priority.
+    keyed = select(path, dev, posting_stack=False)
+    assert [
+        {k: v for k, v in img.items() if k != "rank"} for img in keyed["images"]
+    ] == [{k: v for k, v in img.items() if k != "rank"} for img in images], case
+    by_keys = sorted(accepted, key=lambda i: int(keyed["images"][i]["rank"]))
+    assert keyed["selected"] == by_keys[0], case
+    assert [key_of[i] for i in by_keys] == sorted(keys), case
+    place = {i: n for n, i in enumerate(ranked)}
+    for n, i in enumerate(by_keys):
+        for j in by_keys[n + 1 :]:
+            if place[j] < place[i]:
+                assert priority(imgs[i]) > priority(imgs[j]), case
+    if not any(priority(imgs[i]) for i in accepted):
+        assert by_keys == ranked, case
 
     # An image no plugin accepts changes nothing.
     extra = Img("junk", uid=len(imgs))
@@ -384,7 +421,9 @@ PINNED = [
         ],
         0,
     ),
-    # variant_priority is not read: equal ranks keep the file's order.
+    # The posted series reads no variant_priority: equal ranks keep the
+    # file's order (with the proposals' keys the higher first:
+    # test_pinned_choices_with_the_keys).
     (
         Device(NVPTX, "sm_86"),
         [
@@ -446,6 +485,28 @@ def test_pinned_choices(
     path = tmp_path / "set.bin"
     pack(path, imgs, dev)
     assert select(path, dev)["selected"] == want
+
+
+def test_pinned_choices_with_the_keys(select: Selector, tmp_path: Path) -> None:
+    """With the proposals' keys: of two sm_86 cubins the higher priority,
+    listed second; a priority on an earlier SM does not beat the device's
+    own, and a malformed one counts as none."""
+    dev = Device(NVPTX, "sm_86")
+    path = tmp_path / "set.bin"
+    for imgs, want in (
+        (PINNED[9][1], 1),
+        (PINNED[4][1], 0),
+        (PINNED[2][1], 0),
+        (
+            [
+                Img("cubin", "sm_86", keys=(("variant_priority", "2"),)),
+                Img("cubin", "sm_86", keys=(("variant_priority", "0x10"),), uid=1),
+            ],
+            0,
+        ),
+    ):
+        pack(path, imgs, dev)
+        assert select(path, dev, posting_stack=False)["selected"] == want, imgs
 
 
 def test_amdgpu_header_matches_llvm_mc(tmp_path: Path) -> None:

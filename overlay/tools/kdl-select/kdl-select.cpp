@@ -12,12 +12,15 @@
 // (container/OffloadEntries.h; --max-inflated, --max-binaries and
 // --max-strings raise its bounds for one input), checks each as the device's
 // offload plugin with the series would (plugin-model/PluginAcceptance.h),
-// orders the accepted ones as the series' loop does
+// orders the accepted ones as the series' loop does with the proposals'
+// OffloadBinary keys, which kdl apply applies with it by default
 // (GenericDeviceTy::loadBinary: each accepted entry ranked by
-// llvm::object::OffloadDeviceTarget::rank, a stable sort, so that equal ranks
-// keep the container's order) and prints every verdict, the image a
-// first-compatible loop (#186088's) loads, the first accepted, and the series'
-// choice, the first in rank order:
+// llvm::object::OffloadDeviceTarget::rank, a stable sort; of equal ranks that
+// run on the device, the higher variant_priority first, as
+// patches/proposals/0002 orders them; otherwise the container's order; with
+// --posting-stack, the container's order alone, as the posted series has it)
+// and prints every verdict, the image a first-compatible loop (#186088's)
+// loads, the first accepted, and the series' choice, the first in that order:
 //
 //   image 0: rejected: sm_89 cubin does not run on compute capability 9.0
 //   image 1: rank 2: sm_90, native fit
@@ -35,12 +38,15 @@
 // rank order down to the first compatible one, so the ranks above it are its
 // fallbacks. Exit status: 0 when an image is selected, 1 when the plugin
 // accepts none, 2 for bad arguments or an unreadable file. Bytes from the file
-// that are not printable ASCII are written as \xNN in text output. The rank
-// reads none of the entry's other keys: --tag is accepted and ignored, with a
-// note.
+// that are not printable ASCII are written as \xNN in text output. Of the
+// entry's other keys only variant_priority orders (not with --posting-stack);
+// the selected image's variant_tag is reported, as the loop with the keys
+// reports the tag of the entry it loads, and --tag is accepted and ignored,
+// with a note: nothing chooses by a tag.
 //
 // --batch answers many questions in one process: each line of standard input
-// is a JSON object {"device": SPEC, "file": PATH, "tag": TAG (optional)}, and
+// is a JSON object {"device": SPEC, "file": PATH, "tag": TAG (optional),
+// "posting_stack": BOOL (optional)}, and
 // each answer is one line, written as soon as the question is read, holding
 // the --json document with "status" (the exit status the question alone
 // would give) and "error" (null, or the message); a line that is not such an
@@ -87,6 +93,12 @@ static cl::opt<std::string>
                 cl::desc("Accepted and ignored: the rank reads no "
                          "variant_tag"),
                 cl::value_desc("TAG"), cl::cat(SelectCategory));
+
+static cl::opt<bool> PostingStack(
+    "posting-stack",
+    cl::desc("Order as the posted series alone does: equal ranks in the "
+             "file's order (without the proposals' variant_priority)"),
+    cl::cat(SelectCategory));
 
 static cl::opt<bool> JSONOutput("json",
                                 cl::desc("Print one JSON document on stdout"),
@@ -156,11 +168,13 @@ struct Verdict {
   unsigned Position = 0;
 };
 
-/// One question: a device, a file, and perhaps a tag.
+/// One question: a device, a file, perhaps a tag, and which series orders.
 struct Question {
   std::string Device;
   std::string File;
   std::optional<std::string> Tag;
+  /// The posted series alone: variant_priority is not read.
+  bool PostingStack = false;
 };
 
 /// The answer to a question: the JSON document, the text report, the exit
@@ -186,6 +200,14 @@ static Answer fail(const Twine &Message) {
   A.Status = ExitBadInput;
   A.Error = Message.str();
   return A;
+}
+
+/// The variant_priority of \p Entry as OffloadBinary::getVariantPriority of
+/// patches/proposals/0001 reads it: a decimal number of at most 32 bits; 0
+/// where it has none or a malformed one, as the loop of 0002 counts it.
+static uint32_t priorityOf(const kdl::OffloadEntry &Entry) {
+  uint32_t Priority;
+  return Entry.VariantPriority.getAsInteger(10, Priority) ? 0 : Priority;
 }
 
 /// How an accepted image fits, in the report's words.
@@ -249,16 +271,21 @@ static Answer answer(const Question &Q) {
     Verdicts.push_back(std::move(V));
   }
 
-  // The accepted images best first (OffloadTargetRank's order), equal ranks
-  // in the file's order, as the series' loop sorts them. The plugin tries
-  // them in this order down to the first compatible one, which it loads if
-  // every better one fails to load.
+  // The accepted images best first (OffloadTargetRank's order); of equal
+  // ranks that run on the device the higher variant_priority first (with the
+  // proposals' keys); otherwise in the file's order, as the series' loop
+  // tries them. The plugin tries them in this order down to the first
+  // compatible one, which it loads if every better one fails to load.
   SmallVector<size_t> Order;
   for (auto [I, V] : enumerate(Verdicts))
     if (V.Accepted)
       Order.push_back(I);
   llvm::stable_sort(Order, [&](size_t L, size_t R) {
-    return Verdicts[L].Rank < Verdicts[R].Rank;
+    const OffloadTargetRank &A = Verdicts[L].Rank, &B = Verdicts[R].Rank;
+    if (A < B || B < A)
+      return A < B;
+    return !Q.PostingStack && A.runs() &&
+           priorityOf(*Verdicts[L].Entry) > priorityOf(*Verdicts[R].Entry);
   });
   for (auto [Position, I] : enumerate(Order))
     Verdicts[I].Position = Position + 1;
@@ -304,6 +331,7 @@ static Answer answer(const Question &Q) {
       {"selected", Selected ? json::Value(int64_t(*Selected)) : nullptr},
       {"first_compatible", First ? json::Value(int64_t(*First)) : nullptr},
       {"selection", Selection},
+      {"posting_stack", Q.PostingStack},
       {"tag_ignored", A.TagIgnored},
       {"images", std::move(Images)},
   };
@@ -322,8 +350,13 @@ static Answer answer(const Question &Q) {
   if (!Selected) {
     OS << "selected: none\n";
   } else {
-    OS << "selected: image " << *Selected << " (" << Verdicts[*Selected].Detail
-       << ")";
+    OS << "selected: image " << *Selected << " (" << Verdicts[*Selected].Detail;
+    // The tag of the entry the loop loads, as the loop with the keys reports
+    // it.
+    if (StringRef Tag = Verdicts[*Selected].Entry->VariantTag;
+        !Q.PostingStack && !Tag.empty())
+      OS << ", variant_tag '" << Tag << "'";
+    OS << ")";
     if (*Selected != *First)
       OS << "; image " << *First << ": not chosen (" << Verdicts[*First].Detail
          << ")";
@@ -349,7 +382,7 @@ static Answer answer(const Question &Q) {
 /// The order in which the members of the document and of each image are
 /// written (json::Object itself keeps none).
 static constexpr StringLiteral DocumentOrder[] = {
-    "device",      "selected", "first_compatible", "selection",
+    "device",      "selected", "first_compatible", "selection", "posting_stack",
     "tag_ignored", "images",   "status",           "error"};
 static constexpr StringLiteral DeviceOrder[] = {"triple", "arch", "features"};
 static constexpr StringLiteral ImageOrder[] = {
@@ -408,6 +441,13 @@ static Expected<Question> parseQuestion(StringRef Line) {
       return createStringError("\"tag\" must be a string");
     Q.Tag = S->str();
   }
+  if (const json::Value *Stack = O->get("posting_stack");
+      Stack && !Stack->getAsNull()) {
+    std::optional<bool> B = Stack->getAsBoolean();
+    if (!B)
+      return createStringError("\"posting_stack\" must be true or false");
+    Q.PostingStack = *B;
+  }
   if (Q.File == "-")
     return createStringError("\"file\" cannot be standard input in --batch");
   return Q;
@@ -459,7 +499,8 @@ int main(int Argc, char **Argv) {
   }
   if (Batch) {
     if (!DeviceSpec.empty() || !InputFile.empty() ||
-        RequiredTag.getNumOccurrences() || JSONOutput)
+        RequiredTag.getNumOccurrences() || JSONOutput ||
+        PostingStack.getNumOccurrences())
       return reportError("--batch takes its questions from standard input "
                          "only");
     return runBatch();
@@ -469,7 +510,7 @@ int main(int Argc, char **Argv) {
   if (InputFile.empty())
     return reportError("no input file");
 
-  Question Q{DeviceSpec, InputFile, std::nullopt};
+  Question Q{DeviceSpec, InputFile, std::nullopt, PostingStack};
   if (RequiredTag.getNumOccurrences())
     Q.Tag = RequiredTag;
   Answer A = answer(Q);
