@@ -48,7 +48,7 @@ def default_proposals() -> Series:
     return proposals
 
 
-def tests_added(series: Series) -> tuple[int, int]:
+def added_tests(series: Series) -> tuple[int, int]:
     """(lit tests it adds under offload/test, offload unit-test cases it adds)."""
     lit = unit = 0
     for patch in series.patches:
@@ -132,7 +132,7 @@ def test_the_users_own_loop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     keys = default_proposals()
     stack = len(load(BACKPORT).patches)
     patches = stack + len(keys.patches)
-    keys_lit, keys_unit = tests_added(keys)
+    keys_lit, keys_unit = added_tests(keys)
     assert keys_lit >= 1  # variant_priority.c
     # The user is the patches' author: apply then export leaves them as they
     # are (another user's export would make them theirs).

@@ -222,3 +222,24 @@ def test_the_real_proposals_go_on_both_stacks_and_apply_takes_the_keys() -> None
     assert "variant_priority" in loop.subject
     assert all("mlir" not in f.path for p in (keys, loop) for f in p.files)
     assert any(f.path.startswith("mlir/") for f in proposals.patches[2].files)
+
+
+def test_a_proposal_that_does_not_apply_leaves_the_checkout_as_it_was(
+    capsys: pytest.CaptureFixture[str], llvm: Path, series: SeriesDir, given: list[str]
+) -> None:
+    """All or nothing: the stack applies, the default proposal conflicts,
+    and the run is undone whole, naming the proposal's patch."""
+    proposal = paths.PROPOSALS_SERIES.parent / series.names[1]
+    text = proposal.read_text()
+    proposal.write_text(
+        text.replace(
+            " /// A simple binary serialization of an offloading file.",
+            " /// Not the line upstream has here.",
+        )
+    )
+    before = snapshot(llvm)
+    status, _, err = kdl(capsys, "apply", *given)
+    assert status != 0
+    assert f"{series.names[1]} does not apply" in err
+    assert "Traceback" not in err
+    assert snapshot(llvm) == before
