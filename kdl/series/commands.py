@@ -352,7 +352,7 @@ def revert_series(
             dropped = {m.patch.name for m in matches if m.patch is not None}
             counts, start = [], 0
             for what, n in parts:
-                own = {p.name for p in series.patches[start : start + n]}
+                own = {p.listed_as for p in series.patches[start : start + n]}
                 counts.append((what, len(dropped & own)))
                 start += n
             print(f"  dropped {_in_words(counts)}")
