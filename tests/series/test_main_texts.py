@@ -6,21 +6,18 @@ offload's PluginInterface.h and PluginInterface.cpp that is llvm/llvm-project
 as stored at 00da59a4. results/main-texts/stored-texts.json records those
 texts' blob ids; the texts themselves are kept outside git, under
 .work/main-texts (results/main-texts/stored-texts.md says how they were
-read). The checks of the index lines run everywhere; the apply check runs
-where the texts are kept.
+read). These checks run everywhere; tools/main-texts/check_apply.py, run by
+hand where the texts are kept, applies each step to them.
 """
 
 from __future__ import annotations
 
 import difflib
-import hashlib
 import json
 import re
 import subprocess
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from kdl import paths
 from kdl.series.model import Patch, load
@@ -172,30 +169,3 @@ def _git(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         ["git", *args], cwd=cwd, capture_output=True, text=True, check=False
     )
-
-
-@pytest.mark.skipif(
-    not all((KEPT / t["commit"] / t["path"]).is_file() for t in MANIFEST["texts"]),
-    reason=f"the stored texts are not kept under {KEPT}",
-)
-def test_the_hunks_apply_to_the_stored_texts(tmp_path: Path) -> None:
-    """On a repository holding the stored texts, each step applies with no
-    offset and no fuzz and gives the post-image its index line names."""
-    for text in MANIFEST["texts"]:
-        data = (KEPT / text["commit"] / text["path"]).read_bytes()
-        assert hashlib.sha256(data).hexdigest() == text["sha256"], text["path"]
-        (tmp_path / text["path"]).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / text["path"]).write_bytes(data)
-    assert _git(tmp_path, "init", "-q").returncode == 0
-    for name, path, before, after in _steps():
-        source = (
-            MAIN_TEXTS / name
-            if name.endswith(".diff")
-            else _patch(paths.SERIES, name).path
-        )
-        assert _git(tmp_path, "hash-object", path).stdout.strip() == before
-        done = _git(tmp_path, "apply", "-v", f"--include={path}", str(source))
-        assert done.returncode == 0, (name, path, done.stderr)
-        assert "Applied patch" in done.stderr, (name, path, done.stderr)
-        assert "offset" not in done.stderr and "fuzz" not in done.stderr, done.stderr
-        assert _git(tmp_path, "hash-object", path).stdout.strip() == after
