@@ -40,7 +40,16 @@ def _handler(target: str) -> Handler:
     module, func = target.split(":")
 
     def call(args: argparse.Namespace) -> int:
-        mod = importlib.import_module(f"kdl.{module}")
+        try:
+            mod = importlib.import_module(f"kdl.{module}")
+        except ModuleNotFoundError as exc:
+            if not exc.name or exc.name.split(".")[0] == "kdl":
+                raise
+            raise WorkspaceError(
+                f"{sys.executable}: no Python package '{exc.name}', which kdl "
+                "needs: run python3 scripts/<command>.py (it sets up .venv/) "
+                "or .venv/bin/kdl"
+            ) from None
         result: int = getattr(mod, func)(args)
         return result
 

@@ -169,3 +169,22 @@ def test_imports_only_run_downward() -> None:
                 if name.startswith("kdl.") and FLOORS[name.split(".")[1]] > floor:
                     upward.append(f"{module.relative_to(paths.ROOT)}: {name}")
     assert upward == []
+
+
+def test_a_python_without_kdls_packages_is_one_line() -> None:
+    """kdl run by a Python that lacks GitPython (not .venv's) says so in one
+    line, with no traceback."""
+    code = (
+        "import sys; sys.modules['git'] = None; from kdl import cli; "
+        "sys.exit(cli.main(['status', '--llvm', '/nonexistent']))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=paths.ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode != 0
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith(f"error: {sys.executable}: no Python package 'git'")
