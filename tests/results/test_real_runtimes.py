@@ -219,18 +219,25 @@ def test_series_v8_on_the_gpu() -> None:
     assert sel["goal"]["4_entries_cold"]["verdict"] == "missed"
 
 
+def _h100_report(where: Path, *, previous: str, series: str) -> dict[str, Any]:
+    """The report of the H100 run in *where*, its files as generated from
+    its raw files, beside the earlier series *previous* and *series*."""
+    for name, text in realruntimes.generate(where).items():
+        assert (where / name).read_text() == text, f"{name} edited"
+    doc = realruntimes.report(where)
+    assert doc["device"].startswith("NVIDIA H100 80GB HBM3")
+    assert doc["runtimes"]["22-previous"].startswith(f"22.1.8 + series {previous} ")
+    assert doc["runtimes"]["22-series"].startswith(f"22.1.8 + series {series} ")
+    return doc
+
+
 def test_series_v10_beside_v9_and_the_loop() -> None:
     """Series v10's first run (an H100): every image and container loads the
     entry v9 loads; the whole of loadBinary's work before the load at 64
     entries is at most half of v9's; the selection targets are recorded with
     their verdicts, as the report gives them."""
     where = realruntimes.DIR_V10_RUN1
-    for name, text in realruntimes.generate(where).items():
-        assert (where / name).read_text() == text, f"{name} edited"
-    doc = realruntimes.report(where)
-    assert doc["device"].startswith("NVIDIA H100 80GB HBM3")
-    assert doc["runtimes"]["22-previous"].startswith("22.1.8 + series v9 ")
-    assert doc["runtimes"]["22-series"].startswith("22.1.8 + series v10 ")
+    doc = _h100_report(where, previous="v9", series="v10")
     assert any(line.startswith("previous: 3eca9e650") for line in doc["harness"])
     # The same choices as v9, PTX and the fallback among them.
     for image, row in doc["choices"].items():
@@ -296,12 +303,7 @@ def test_series_v11_beside_v10_and_the_loop() -> None:
     own most specific entry is first, v11 chooses at the loop's cost and
     below v10's; the targets' verdicts are the report's."""
     where = realruntimes.DIR_V11
-    for name, text in realruntimes.generate(where).items():
-        assert (where / name).read_text() == text, f"{name} edited"
-    doc = realruntimes.report(where)
-    assert doc["device"].startswith("NVIDIA H100 80GB HBM3")
-    assert doc["runtimes"]["22-previous"].startswith("22.1.8 + series v10 ")
-    assert doc["runtimes"]["22-series"].startswith("22.1.8 + series v11 ")
+    doc = _h100_report(where, previous="v10", series="v11")
     for image, row in doc["choices"].items():
         assert row["22-series"]["outcome"] == row["22-previous"]["outcome"], image
     first = doc["selection"]["containers"]["cost-64-first.bin"]["warm"]
